@@ -1,0 +1,117 @@
+// Package cdcsync holds the domain types shared by every part of cdcsync:
+// tables, their schemas, row changes, whole transactions and binlog
+// positions. It imports no other cdcsync package, so capture/, merge/ and
+// lake/ can all speak it without depending on each other.
+package cdcsync
+
+import (
+	"fmt"
+	"time"
+)
+
+// TableID names a MySQL table.
+type TableID struct {
+	Database string
+	Table    string
+}
+
+func (t TableID) String() string { return t.Database + "." + t.Table }
+
+// Kind is the canonical value kind of a column. Each kind has exactly one Go
+// representation, used by both the snapshot and the binlog path, so the two
+// paths always produce identical values.
+type Kind int
+
+const (
+	KindInvalid     Kind = iota
+	KindInt32            // int32
+	KindInt64            // int64
+	KindDecimal          // string, plain decimal notation with exactly Scale fraction digits
+	KindFloat32          // float32
+	KindFloat64          // float64
+	KindString           // string (UTF-8)
+	KindBinary           // []byte
+	KindDate             // int32, days since 1970-01-01
+	KindTimestamp        // int64, microseconds since 1970-01-01 of the wall clock (DATETIME)
+	KindTimestampTZ      // int64, microseconds since the Unix epoch, UTC (TIMESTAMP)
+)
+
+var kindNames = [...]string{"invalid", "int32", "int64", "decimal", "float32", "float64", "string", "binary", "date", "timestamp", "timestamptz"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Column is one column of a MySQL table and the kind cdcsync maps it to.
+type Column struct {
+	Name       string
+	DataType   string // information_schema DATA_TYPE, lower case: "int", "varchar", ...
+	ColumnType string // information_schema COLUMN_TYPE: "int(10) unsigned", "decimal(10,2)", ...
+	Kind       Kind
+	Nullable   bool
+	Unsigned   bool
+	Precision  int // DECIMAL precision, or 20 for BIGINT UNSIGNED
+	Scale      int // DECIMAL scale
+}
+
+// TableSchema is the shape of one MySQL table.
+type TableSchema struct {
+	ID         TableID
+	Columns    []Column
+	PrimaryKey []int // indexes into Columns, in key order
+}
+
+// ColumnIndex returns the index of the named column, or -1.
+func (s *TableSchema) ColumnIndex(name string) int {
+	for i, c := range s.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Row holds one canonical value per column (nil for NULL), in column order.
+type Row []any
+
+// Op is the kind of a row change.
+type Op uint8
+
+const (
+	OpInsert Op = iota + 1
+	OpUpdate
+	OpDelete
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpInsert:
+		return "insert"
+	case OpUpdate:
+		return "update"
+	case OpDelete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Change is one row change. Before is set for updates and deletes, After for
+// inserts and updates; both are full row images.
+type Change struct {
+	Table  TableID
+	Op     Op
+	Before Row
+	After  Row
+}
+
+// Txn is one whole committed MySQL transaction.
+type Txn struct {
+	GTID    string    // the transaction's own GTID, empty when GTIDs are off
+	Pos     Position  // the position right after the transaction's commit
+	Time    time.Time // commit time written by the server
+	Changes []Change
+	Bytes   int // approximate size of the decoded changes, for sealing epochs
+}

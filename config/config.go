@@ -1,0 +1,350 @@
+// Package config owns cdcsync's YAML configuration: strict decoding,
+// defaults, environment expansion for secrets and validation with messages a
+// user can act on.
+//
+// Load reads a file; Parse decodes bytes. Both expand ${NAME} and
+// ${NAME:-default} references from the environment, decode strictly (an
+// unknown key is an error naming its line and the nearest valid key), apply
+// the defaults, resolve relative paths and run Validate. Every error message
+// names the key path and says how to fix it; no message ever contains a
+// secret or the value of an environment variable.
+//
+// Relative paths (warehouse.location without a scheme, the sqlite catalog
+// DSN, source.password_file and every TLS/CA file) are resolved against the
+// directory of the configuration file by Load. Parse resolves them against
+// the directory of source only when source is an absolute file path; with an
+// empty source, a relative name or a label such as "<stdin>" it leaves them
+// as written, that is relative to the process's working directory.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Pipeline  string      `yaml:"pipeline"` // default "cdcsync"; [a-z0-9_-]+, it is stored in Iceberg snapshot summaries
+	Source    Source      `yaml:"source"`
+	Warehouse Warehouse   `yaml:"warehouse"`
+	Catalog   Catalog     `yaml:"catalog"`
+	Tables    []TableRule `yaml:"tables"`
+	Epoch     Epoch       `yaml:"epoch"`
+	Snapshot  Snapshot    `yaml:"snapshot"`
+	Log       Log         `yaml:"log"`
+	HTTP      HTTP        `yaml:"http"`
+
+	meta *meta // where each key was written; nil for a Config built in code
+}
+
+// Source is the MySQL or MariaDB server cdcsync replicates from.
+type Source struct {
+	Host           string   `yaml:"host"`            // default "127.0.0.1"
+	Port           int      `yaml:"port"`            // default 3306
+	User           string   `yaml:"user"`            // required
+	Password       Secret   `yaml:"password"`        // may be "${ENV}"; or use password_file
+	PasswordFile   string   `yaml:"password_file"`   // file whose content (trailing newline trimmed) is the password; mutually exclusive with password
+	ServerID       uint32   `yaml:"server_id"`       // required, non-zero: the replica server id cdcsync registers with
+	Include        []string `yaml:"include"`         // required: "db.table" patterns with * and ? wildcards; "!" prefix excludes
+	Exclude        []string `yaml:"exclude"`         // patterns that exclude
+	ConnectTimeout Duration `yaml:"connect_timeout"` // default 10s
+	TLS            TLS      `yaml:"tls"`
+}
+
+// TLS configures the connection to the MySQL server.
+type TLS struct {
+	Mode       string `yaml:"mode"`        // disabled (default) | preferred | required | verify-ca | verify-full
+	CAFile     string `yaml:"ca_file"`     // required for verify-ca / verify-full
+	CertFile   string `yaml:"cert_file"`   // client cert, optional, with key_file
+	KeyFile    string `yaml:"key_file"`    // client key, with cert_file
+	ServerName string `yaml:"server_name"` // overrides the host name checked in verify-full
+}
+
+// TLS modes.
+const (
+	TLSDisabled   = "disabled"
+	TLSPreferred  = "preferred"
+	TLSRequired   = "required"
+	TLSVerifyCA   = "verify-ca"
+	TLSVerifyFull = "verify-full"
+)
+
+// Warehouse is where the Iceberg data and metadata files are written.
+type Warehouse struct {
+	Location string `yaml:"location"` // default "./warehouse"; a local path, file:///abs, s3://bucket/prefix or oss://bucket/prefix
+	S3       S3     `yaml:"s3"`
+}
+
+// S3 configures access to S3-compatible object storage (AWS S3, MinIO, OSS).
+type S3 struct {
+	Endpoint        string `yaml:"endpoint"`          // e.g. http://127.0.0.1:9000 for MinIO; empty = AWS
+	Region          string `yaml:"region"`            // default "us-east-1"
+	PathStyle       bool   `yaml:"path_style"`        // true for MinIO; default false (virtual-host style)
+	AccessKeyID     string `yaml:"access_key_id"`     // optional; empty means the standard AWS chain
+	SecretAccessKey Secret `yaml:"secret_access_key"` // with access_key_id
+	SessionToken    Secret `yaml:"session_token"`     // optional, with access_key_id
+	CAFile          string `yaml:"ca_file"`           // extra CA for a TLS endpoint with a private CA
+}
+
+// Catalog is the Iceberg catalog the tables are registered in.
+type Catalog struct {
+	Type string      `yaml:"type"` // sql (default) | rest
+	Name string      `yaml:"name"` // default "cdcsync"; must equal the catalog name Spark/Trino use
+	SQL  SQLCatalog  `yaml:"sql"`
+	REST RESTCatalog `yaml:"rest"`
+}
+
+// Catalog types and SQL drivers.
+const (
+	CatalogSQL     = "sql"
+	CatalogREST    = "rest"
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// SQLCatalog is a JDBC-compatible catalog stored in SQLite or PostgreSQL.
+type SQLCatalog struct {
+	Driver string `yaml:"driver"` // sqlite (default) | postgres
+	DSN    Secret `yaml:"dsn"`    // default "./catalog.db" for sqlite; required for postgres
+}
+
+// RESTCatalog is an Iceberg REST catalog.
+type RESTCatalog struct {
+	URI        string `yaml:"uri"`        // required when type is rest
+	Warehouse  string `yaml:"warehouse"`  // optional warehouse identifier sent to the REST server
+	Credential Secret `yaml:"credential"` // OAuth2 client credential "id:secret"
+	Token      Secret `yaml:"token"`      // bearer token
+}
+
+// TableRule overrides how one MySQL table is mapped to Iceberg.
+type TableRule struct {
+	Match     string   `yaml:"match"`     // required: exact "db.table" (no wildcards)
+	Namespace string   `yaml:"namespace"` // Iceberg namespace; default the MySQL database name; single level
+	Name      string   `yaml:"name"`      // Iceberg table name; default the MySQL table name
+	Partition []string `yaml:"partition"` // "col", "identity(col)", "bucket(N, col)", "truncate(W, col)", "year(col)", "month(col)", "day(col)", "hour(col)"
+}
+
+// Epoch bounds how many changes are collected before one Iceberg commit.
+type Epoch struct {
+	Interval          Duration `yaml:"interval"`           // default 5s; seal an epoch this long after its first transaction
+	MaxRows           int      `yaml:"max_rows"`           // default 200000 row changes
+	MaxBytes          ByteSize `yaml:"max_bytes"`          // default 128MiB
+	CommitConcurrency int      `yaml:"commit_concurrency"` // default 4 tables committed in parallel
+}
+
+// Snapshot configures the initial copy of existing rows.
+type Snapshot struct {
+	BatchRows int `yaml:"batch_rows"` // default 50000 rows per written batch in the initial copy
+}
+
+// Log configures cdcsync's own log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info (default) | warn | error
+	Format string `yaml:"format"` // text (default) | json
+}
+
+// HTTP configures the metrics and health endpoint.
+type HTTP struct {
+	Listen string `yaml:"listen"` // default "127.0.0.1:9187"; serves /metrics, /healthz, /readyz; "off" disables
+}
+
+// HTTPOff is the value of http.listen that disables the HTTP server.
+const HTTPOff = "off"
+
+// Defaults.
+const (
+	DefaultPipeline          = "cdcsync"
+	DefaultHost              = "127.0.0.1"
+	DefaultPort              = 3306
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultLocation          = "./warehouse"
+	DefaultRegion            = "us-east-1"
+	DefaultCatalogName       = "cdcsync"
+	DefaultSQLiteDSN         = "./catalog.db"
+	DefaultEpochInterval     = 5 * time.Second
+	DefaultEpochMaxRows      = 200000
+	DefaultEpochMaxBytes     = ByteSize(128 << 20)
+	DefaultCommitConcurrency = 4
+	DefaultBatchRows         = 50000
+	DefaultHTTPListen        = "127.0.0.1:9187"
+)
+
+// meta remembers where the keys of a parsed file were, so that Validate can
+// point at lines, and which keys were written, so that an explicit value
+// (even 0 or "") is validated instead of replaced by a default.
+type meta struct {
+	source string
+	lines  map[string]int  // key path ("source.port", "tables[0].match") -> line of the key
+	set    map[string]bool // key paths given a non-null value
+}
+
+func (c *Config) explicit(path string) bool { return c.meta != nil && c.meta.set[path] }
+
+func (c *Config) line(path string) int {
+	if c.meta == nil {
+		return 0
+	}
+	return c.meta.lines[path]
+}
+
+// Load reads the configuration file at path, expands environment variables,
+// decodes it strictly, applies defaults, resolves relative paths against the
+// file's directory and validates it.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read the configuration file %q: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot resolve the configuration file path %q: %w", path, err)
+	}
+	return parse(data, path, filepath.Dir(abs), os.LookupEnv)
+}
+
+// Parse is Load from bytes. source names the file in error messages; when it
+// is an absolute path, relative paths in the configuration are resolved
+// against its directory, otherwise they are left as written.
+func Parse(data []byte, source string) (*Config, error) {
+	base := ""
+	if source != "" && filepath.IsAbs(source) {
+		base = filepath.Dir(source)
+	}
+	return parse(data, source, base, os.LookupEnv)
+}
+
+func parse(data []byte, source, baseDir string, lookup func(string) (string, bool)) (*Config, error) {
+	c := &Config{}
+	d := newDecoder(source, lookup)
+	if err := d.decodeFile(data, c); err != nil {
+		return nil, err
+	}
+	c.meta = &meta{source: source, lines: d.lines, set: d.set}
+	c.applyDefaults()
+	if baseDir != "" {
+		c.resolvePaths(baseDir)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// applyDefaults fills every key that was not written (or written as null)
+// with its default. Keys written explicitly keep their value, even when it
+// is zero, so that Validate can report it.
+func (c *Config) applyDefaults() {
+	str := func(p string, v *string, def string) {
+		if *v == "" && !c.explicit(p) {
+			*v = def
+		}
+	}
+	num := func(p string, v *int, def int) {
+		if *v == 0 && !c.explicit(p) {
+			*v = def
+		}
+	}
+	dur := func(p string, v *Duration, def time.Duration) {
+		if v.Duration == 0 && !c.explicit(p) {
+			v.Duration = def
+		}
+	}
+	str("pipeline", &c.Pipeline, DefaultPipeline)
+
+	s := &c.Source
+	str("source.host", &s.Host, DefaultHost)
+	num("source.port", &s.Port, DefaultPort)
+	dur("source.connect_timeout", &s.ConnectTimeout, DefaultConnectTimeout)
+	str("source.tls.mode", &s.TLS.Mode, TLSDisabled)
+	s.TLS.Mode = strings.ToLower(strings.TrimSpace(s.TLS.Mode))
+
+	str("warehouse.location", &c.Warehouse.Location, DefaultLocation)
+	str("warehouse.s3.region", &c.Warehouse.S3.Region, DefaultRegion)
+
+	cat := &c.Catalog
+	str("catalog.type", &cat.Type, CatalogSQL)
+	cat.Type = strings.ToLower(strings.TrimSpace(cat.Type))
+	str("catalog.name", &cat.Name, DefaultCatalogName)
+	str("catalog.sql.driver", &cat.SQL.Driver, DriverSQLite)
+	cat.SQL.Driver = strings.ToLower(strings.TrimSpace(cat.SQL.Driver))
+	if cat.SQL.Driver == "postgresql" {
+		cat.SQL.Driver = DriverPostgres
+	}
+	if cat.SQL.Driver == DriverSQLite && cat.SQL.DSN == "" && !c.explicit("catalog.sql.dsn") {
+		cat.SQL.DSN = DefaultSQLiteDSN
+	}
+
+	for i := range c.Tables {
+		r := &c.Tables[i]
+		db, table, ok := splitExact(r.Match)
+		if !ok {
+			continue
+		}
+		str(fmt.Sprintf("tables[%d].namespace", i), &r.Namespace, db)
+		str(fmt.Sprintf("tables[%d].name", i), &r.Name, table)
+	}
+
+	e := &c.Epoch
+	dur("epoch.interval", &e.Interval, DefaultEpochInterval)
+	num("epoch.max_rows", &e.MaxRows, DefaultEpochMaxRows)
+	if e.MaxBytes == 0 && !c.explicit("epoch.max_bytes") {
+		e.MaxBytes = DefaultEpochMaxBytes
+	}
+	num("epoch.commit_concurrency", &e.CommitConcurrency, DefaultCommitConcurrency)
+	num("snapshot.batch_rows", &c.Snapshot.BatchRows, DefaultBatchRows)
+
+	str("log.level", &c.Log.Level, "info")
+	c.Log.Level = strings.ToLower(strings.TrimSpace(c.Log.Level))
+	str("log.format", &c.Log.Format, "text")
+	c.Log.Format = strings.ToLower(strings.TrimSpace(c.Log.Format))
+
+	str("http.listen", &c.HTTP.Listen, DefaultHTTPListen)
+}
+
+// resolvePaths makes the relative local paths absolute against dir.
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	if !hasScheme(c.Warehouse.Location) {
+		abs(&c.Warehouse.Location)
+	}
+	if c.Catalog.SQL.Driver == DriverSQLite {
+		dsn := string(c.Catalog.SQL.DSN)
+		if isSQLitePath(dsn) {
+			abs(&dsn)
+			c.Catalog.SQL.DSN = Secret(dsn)
+		}
+	}
+	abs(&c.Source.PasswordFile)
+	abs(&c.Source.TLS.CAFile)
+	abs(&c.Source.TLS.CertFile)
+	abs(&c.Source.TLS.KeyFile)
+	abs(&c.Warehouse.S3.CAFile)
+}
+
+// isSQLitePath reports whether a sqlite DSN is a plain file path (not a
+// "file:" URI or the in-memory database).
+func isSQLitePath(dsn string) bool {
+	return dsn != "" && !strings.HasPrefix(dsn, "file:") && !strings.HasPrefix(dsn, ":memory:")
+}
+
+// hasScheme reports whether location is a URL ("s3://...", "file:/...")
+// rather than a local path.
+func hasScheme(location string) bool {
+	if strings.Contains(location, "://") {
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(location), "file:")
+}

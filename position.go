@@ -1,0 +1,191 @@
+package cdcsync
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Flavors of binlog positions.
+const (
+	FlavorMySQL   = "mysql"
+	FlavorMariaDB = "mariadb"
+)
+
+// Position is a point in the binlog: a GTID set when the server has GTIDs,
+// else a file and offset that only mean something on the server ServerUUID.
+type Position struct {
+	Flavor     string `json:"flavor"`
+	GTIDSet    string `json:"gtid_set,omitempty"`
+	File       string `json:"file,omitempty"`
+	Offset     uint32 `json:"offset,omitempty"`
+	ServerUUID string `json:"server_uuid,omitempty"`
+}
+
+// IsZero reports whether p names no position at all.
+func (p Position) IsZero() bool { return p.GTIDSet == "" && p.File == "" }
+
+// UsesGTID reports whether p is a GTID position.
+func (p Position) UsesGTID() bool { return p.GTIDSet != "" }
+
+func (p Position) String() string {
+	if p.UsesGTID() {
+		return p.Flavor + ":" + p.GTIDSet
+	}
+	return fmt.Sprintf("%s:%s:%d", p.Flavor, p.File, p.Offset)
+}
+
+// Encode returns the JSON form stored in snapshot summaries and checkpoints.
+func (p Position) Encode() string {
+	b, _ := json.Marshal(p) // a struct of strings and ints always marshals
+	return string(b)
+}
+
+// DecodePosition parses the form written by Encode.
+func DecodePosition(s string) (Position, error) {
+	var p Position
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return Position{}, fmt.Errorf("decode binlog position %q: %w", s, err)
+	}
+	return p, nil
+}
+
+// Covers reports whether the transaction t, which ends at t.Pos and carries
+// t.GTID, is already included in the position p: that is, whether a table
+// committed at p already holds t's changes.
+func (p Position) Covers(t *Txn) (bool, error) {
+	if p.IsZero() {
+		return false, nil
+	}
+	switch {
+	case p.UsesGTID() && t.GTID != "":
+		return gtidSetContains(p.Flavor, p.GTIDSet, t.GTID)
+	case !p.UsesGTID() && !t.Pos.UsesGTID():
+		if p.ServerUUID != "" && t.Pos.ServerUUID != "" && p.ServerUUID != t.Pos.ServerUUID {
+			return false, fmt.Errorf("committed position %s is from server %s but the binlog is from server %s; "+
+				"file positions do not carry across servers: resync the tables or enable GTIDs", p, p.ServerUUID, t.Pos.ServerUUID)
+		}
+		return compareFilePos(t.Pos.File, t.Pos.Offset, p.File, p.Offset) <= 0, nil
+	default:
+		return false, fmt.Errorf("committed position %s and binlog position %s are of different kinds (GTID and file/offset); "+
+			"cdcsync cannot compare them: keep gtid mode as it was when the tables were created, or resync them", p, t.Pos)
+	}
+}
+
+// compareFilePos orders binlog file/offset pairs. Binlog file names share a
+// base name and differ in a numeric suffix.
+func compareFilePos(f1 string, o1 uint32, f2 string, o2 uint32) int {
+	if f1 != f2 {
+		n1, n2 := fileSeq(f1), fileSeq(f2)
+		if n1 != n2 {
+			if n1 < n2 {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(f1, f2)
+	}
+	switch {
+	case o1 < o2:
+		return -1
+	case o1 > o2:
+		return 1
+	}
+	return 0
+}
+
+func fileSeq(f string) int64 {
+	i := strings.LastIndexByte(f, '.')
+	n, err := strconv.ParseInt(f[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func gtidSetContains(flavor, set, gtid string) (bool, error) {
+	switch flavor {
+	case FlavorMariaDB:
+		// MariaDB sequence numbers grow monotonically within a replication
+		// domain, so a set covers a GTID when it holds the same domain at an
+		// equal or higher sequence number.
+		d, _, n, err := ParseMariaDBGTID(gtid)
+		if err != nil {
+			return false, err
+		}
+		for _, part := range strings.Split(set, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			pd, _, pn, err := ParseMariaDBGTID(part)
+			if err != nil {
+				return false, err
+			}
+			if pd == d {
+				return pn >= n, nil
+			}
+		}
+		return false, nil
+	case FlavorMySQL:
+		s, err := mysql.ParseMysqlGTIDSet(set)
+		if err != nil {
+			return false, fmt.Errorf("parse GTID set %q: %w", set, err)
+		}
+		g, err := mysql.ParseMysqlGTIDSet(gtid)
+		if err != nil {
+			return false, fmt.Errorf("parse GTID %q: %w", gtid, err)
+		}
+		return s.Contain(g), nil
+	}
+	return false, fmt.Errorf("unknown position flavor %q", flavor)
+}
+
+// ParseMariaDBGTID splits a MariaDB GTID "domain-server-sequence".
+func ParseMariaDBGTID(s string) (domain, server uint32, seq uint64, err error) {
+	parts := strings.Split(strings.TrimSpace(s), "-")
+	if len(parts) != 3 {
+		return 0, 0, 0, fmt.Errorf("malformed MariaDB GTID %q: want domain-server-sequence", s)
+	}
+	d, err1 := strconv.ParseUint(parts[0], 10, 32)
+	sv, err2 := strconv.ParseUint(parts[1], 10, 32)
+	n, err3 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, 0, fmt.Errorf("malformed MariaDB GTID %q: want domain-server-sequence", s)
+	}
+	return uint32(d), uint32(sv), n, nil
+}
+
+// AdvanceMariaDBGTIDSet returns set with the GTID g recorded as the latest of
+// its domain.
+func AdvanceMariaDBGTIDSet(set, g string) (string, error) {
+	d, _, _, err := ParseMariaDBGTID(g)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	replaced := false
+	for _, part := range strings.Split(set, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		pd, _, _, err := ParseMariaDBGTID(part)
+		if err != nil {
+			return "", err
+		}
+		if pd == d {
+			out = append(out, g)
+			replaced = true
+		} else {
+			out = append(out, part)
+		}
+	}
+	if !replaced {
+		out = append(out, g)
+	}
+	return strings.Join(out, ","), nil
+}

@@ -313,7 +313,8 @@ func (c *Config) applyDefaults() {
 // resolvePaths makes the relative local paths absolute against dir.
 func (c *Config) resolvePaths(dir string) {
 	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
+		// "~" is not expanded; Validate reports it, so leave it as written.
+		if *p != "" && !filepath.IsAbs(*p) && !strings.HasPrefix(*p, "~") {
 			*p = filepath.Join(dir, *p)
 		}
 	}
@@ -335,7 +336,8 @@ func (c *Config) resolvePaths(dir string) {
 }
 
 // isSQLitePath reports whether a sqlite DSN is a plain file path (not a
-// "file:" URI or the in-memory database).
+// "file:" URI or the in-memory database, which Validate rejects: lake/ builds
+// the URI itself).
 func isSQLitePath(dsn string) bool {
 	return dsn != "" && !strings.HasPrefix(dsn, "file:") && !strings.HasPrefix(dsn, ":memory:")
 }

@@ -1,19 +1,124 @@
+// Command cdcsync mirrors MySQL/MariaDB tables into Apache Iceberg tables by
+// reading the binlog. See `cdcsync help`.
 package main
 
 import (
-	_ "github.com/apache/iceberg-go"
-	_ "github.com/apache/iceberg-go/catalog/rest"
-	_ "github.com/apache/iceberg-go/catalog/sql"
-	_ "github.com/apache/iceberg-go/io/gocloud"
-	_ "github.com/aws/aws-sdk-go-v2/service/s3"
-	_ "github.com/go-mysql-org/go-mysql/client"
-	_ "github.com/go-mysql-org/go-mysql/replication"
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "golang.org/x/sync/errgroup"
-	_ "golang.org/x/term"
-	_ "gopkg.in/yaml.v3"
-	_ "modernc.org/sqlite"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cdcsync/cdcsync/config"
 )
 
-func main() {}
+const usage = `cdcsync keeps Apache Iceberg tables in step with MySQL/MariaDB tables by reading the binlog.
+
+Usage:
+  cdcsync run    --config FILE            run the daemon: copy existing rows, then stream every change
+  cdcsync check  --config FILE            check the source server, the tables, the catalog and the warehouse
+  cdcsync tables --config FILE            list the Iceberg tables and their committed binlog positions
+  cdcsync cat    --config FILE DB.TABLE [--limit N]
+                                          print the rows of a mirrored table, read through Iceberg
+  cdcsync help                            show this help
+
+Exit codes: 0 success, 1 failure, 2 bad usage or configuration.
+`
+
+// exitError carries the process exit code of a failure.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cdcsync:", err)
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError{2, errors.New("no subcommand given")}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "run":
+		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runDaemon(ctx, cfg, stderr) })
+	case "check":
+		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runCheck(ctx, cfg, stdout, stderr) })
+	case "tables":
+		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runTables(ctx, cfg, stdout, stderr) })
+	case "cat":
+		var limit int64
+		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
+			return runCat(ctx, cfg, fs.Arg(0), limit, stdout, stderr)
+		}, func(fs *flag.FlagSet) { fs.Int64Var(&limit, "limit", 20, "rows to print; 0 prints all") })
+	}
+	fmt.Fprint(stderr, usage)
+	return exitError{2, fmt.Errorf("unknown subcommand %q", cmd)}
+}
+
+// withConfig parses the subcommand's flags (which may follow its positional
+// arguments), loads the configuration and calls fn.
+func withConfig(name string, args []string, nargs int, fn func(*config.Config, *flag.FlagSet) error, extra ...func(*flag.FlagSet)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path := fs.String("config", "", "configuration file (YAML)")
+	for _, e := range extra {
+		e(fs)
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return exitError{2, fmt.Errorf("%s: %w; see `cdcsync help`", name, err)}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != nargs {
+		return exitError{2, fmt.Errorf("%s takes %d argument(s), got %d (%s); see `cdcsync help`", name, nargs, len(pos), strings.Join(pos, " "))}
+	}
+	if *path == "" {
+		return exitError{2, fmt.Errorf("%s needs --config FILE; cdcsync.example.yaml is a commented example", name)}
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return exitError{2, err}
+	}
+	_ = fs.Parse(pos) // leave the positional arguments where fn finds them
+	return fn(cfg, fs)
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

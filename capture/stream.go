@@ -1,0 +1,380 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
+)
+
+// StreamConfig says what to read from the binlog and from where.
+type StreamConfig struct {
+	Source     *config.Source
+	Flavor     string // cdcsync.FlavorMariaDB or FlavorMySQL
+	ServerUUID string // identity of the server, for file/offset positions
+	Start      cdcsync.Position
+	Schemas    map[cdcsync.TableID]*cdcsync.TableSchema
+	Log        *slog.Logger
+}
+
+// ErrDisconnected wraps failures to reach or read from the server; the
+// caller may restart from its committed position.
+var ErrDisconnected = errors.New("lost the connection to the source")
+
+// ErrNewTable means a table matching the include patterns was created; the
+// caller restarts the pipeline so the table is copied and streamed.
+var ErrNewTable = errors.New("a new table matches the include patterns")
+
+// Stream reads the binlog from cfg.Start and sends every whole transaction
+// that commits after it, decoded, to out. Transactions that touch no
+// selected table are sent without changes so that the position advances.
+// It returns when ctx is done (nil), or on the first error; it never retries
+// on its own: the caller restarts from its own committed position, which
+// cannot resume mid-transaction.
+func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) error {
+	pw, err := cfg.Source.ResolvePassword()
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := TLSConfig(cfg.Source)
+	if err != nil {
+		return err
+	}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:             cfg.Source.ServerID,
+		Flavor:               cfg.Flavor,
+		Host:                 cfg.Source.Host,
+		Port:                 uint16(cfg.Source.Port),
+		User:                 cfg.Source.User,
+		Password:             pw,
+		TLSConfig:            tlsCfg,
+		ParseTime:            true,
+		UseDecimal:           true,
+		HeartbeatPeriod:      10 * time.Second,
+		ReadTimeout:          60 * time.Second,
+		MaxReconnectAttempts: 1,
+		DisableRetrySync:     true,
+		Logger:               slog.New(slog.DiscardHandler),
+	})
+	defer syncer.Close()
+
+	var streamer *replication.BinlogStreamer
+	gtids := cfg.Start.GTIDSet
+	switch {
+	case cfg.Start.UsesGTID():
+		var set mysql.GTIDSet
+		if cfg.Flavor == cdcsync.FlavorMariaDB {
+			set, err = mysql.ParseMariadbGTIDSet(gtids)
+		} else {
+			set, err = mysql.ParseMysqlGTIDSet(gtids)
+		}
+		if err != nil {
+			return fmt.Errorf("parse start GTID set %q: %w", gtids, err)
+		}
+		streamer, err = syncer.StartSyncGTID(set)
+	default:
+		streamer, err = syncer.StartSync(mysql.Position{Name: cfg.Start.File, Pos: cfg.Start.Offset})
+	}
+	if err != nil {
+		return fmt.Errorf("%w: start reading the binlog of %s:%d at %s: %w", ErrDisconnected, cfg.Source.Host, cfg.Source.Port, cfg.Start, err)
+	}
+	r := &reader{cfg: cfg, gtids: gtids, file: cfg.Start.File}
+	for {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%w: read the binlog of %s:%d after %s: %w", ErrDisconnected, cfg.Source.Host, cfg.Source.Port, r.position(), err)
+		}
+		txn, err := r.handle(ev)
+		if err != nil {
+			return err
+		}
+		if txn != nil {
+			select {
+			case out <- txn:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// reader assembles binlog events into transactions.
+type reader struct {
+	cfg   StreamConfig
+	gtids string // GTID set up to the last finished transaction
+	file  string
+	pos   uint32
+	txn   *cdcsync.Txn
+	inTxn bool
+}
+
+func (r *reader) position() cdcsync.Position {
+	return cdcsync.Position{Flavor: r.cfg.Flavor, GTIDSet: r.gtids, File: r.file, Offset: r.pos, ServerUUID: r.cfg.ServerUUID}
+}
+
+func (r *reader) begin() {
+	if r.txn == nil {
+		r.txn = &cdcsync.Txn{}
+	}
+}
+
+// end finishes the open transaction at the event's position.
+func (r *reader) end(h *replication.EventHeader) (*cdcsync.Txn, error) {
+	r.begin()
+	t := r.txn
+	r.txn, r.inTxn = nil, false
+	if h.LogPos > 0 {
+		r.pos = h.LogPos
+	}
+	if t.GTID != "" {
+		var err error
+		r.gtids, err = advanceGTIDs(r.cfg.Flavor, r.gtids, t.GTID)
+		if err != nil {
+			return nil, err
+		}
+	}
+	t.Pos = r.position()
+	if !r.cfg.Start.UsesGTID() {
+		// File/offset positions keep the GTID set empty so they compare as files.
+		t.Pos.GTIDSet = ""
+	}
+	t.Time = time.Unix(int64(h.Timestamp), 0)
+	return t, nil
+}
+
+func advanceGTIDs(flavor, set, gtid string) (string, error) {
+	if flavor == cdcsync.FlavorMariaDB {
+		return cdcsync.AdvanceMariaDBGTIDSet(set, gtid)
+	}
+	s, err := mysql.ParseMysqlGTIDSet(set)
+	if err != nil {
+		return "", fmt.Errorf("parse GTID set %q: %w", set, err)
+	}
+	if err := s.(*mysql.MysqlGTIDSet).Update(gtid); err != nil {
+		return "", fmt.Errorf("add GTID %s to %q: %w", gtid, set, err)
+	}
+	return s.String(), nil
+}
+
+func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		r.file = string(e.NextLogName)
+		r.pos = uint32(e.Position)
+	case *replication.MariadbGTIDEvent:
+		r.txn = &cdcsync.Txn{GTID: fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)}
+		r.inTxn = !e.IsStandalone()
+	case *replication.GTIDEvent:
+		next, err := e.GTIDNext()
+		if err != nil {
+			return nil, fmt.Errorf("decode GTID event at %s: %w", r.position(), err)
+		}
+		r.txn = &cdcsync.Txn{GTID: next.String()}
+	case *replication.QueryEvent:
+		q := strings.TrimSpace(string(e.Query))
+		switch strings.ToUpper(q) {
+		case "BEGIN", "XA START":
+			r.begin()
+			r.inTxn = true
+			return nil, nil
+		case "COMMIT":
+			return r.end(h)
+		}
+		if err := r.checkDDL(string(e.Schema), q); err != nil {
+			return nil, err
+		}
+		if !r.inTxn {
+			// A statement outside BEGIN..COMMIT (DDL) is a transaction of its own.
+			return r.end(h)
+		}
+	case *replication.XIDEvent:
+		return r.end(h)
+	case *replication.RowsEvent:
+		return nil, r.rows(e)
+	}
+	return nil, nil
+}
+
+func (r *reader) rows(e *replication.RowsEvent) error {
+	id := cdcsync.TableID{Database: string(e.Table.Schema), Table: string(e.Table.Table)}
+	s := r.cfg.Schemas[id]
+	if s == nil {
+		return nil
+	}
+	r.begin()
+	if int(e.ColumnCount) != len(s.Columns) {
+		return fmt.Errorf("a rows event for %s at %s has %d columns but cdcsync knows %d: the table was altered, "+
+			"which cdcsync cannot follow yet; drop its Iceberg table to re-copy it, or exclude it", id, r.position(), e.ColumnCount, len(s.Columns))
+	}
+	for _, skipped := range e.SkippedColumns {
+		if len(skipped) > 0 {
+			return fmt.Errorf("a rows event for %s at %s lacks columns: binlog_row_image is not FULL; cdcsync needs FULL: SET GLOBAL binlog_row_image='FULL'", id, r.position())
+		}
+	}
+	var op cdcsync.Op
+	switch e.Type() {
+	case replication.EnumRowsEventTypeInsert:
+		op = cdcsync.OpInsert
+	case replication.EnumRowsEventTypeUpdate:
+		op = cdcsync.OpUpdate
+	case replication.EnumRowsEventTypeDelete:
+		op = cdcsync.OpDelete
+	default:
+		return fmt.Errorf("unknown rows event for %s at %s", id, r.position())
+	}
+	step := 1
+	if op == cdcsync.OpUpdate {
+		step = 2
+	}
+	for i := 0; i+step <= len(e.Rows); i += step {
+		first, n, err := r.decodeRow(s, e.Rows[i])
+		if err != nil {
+			return err
+		}
+		c := cdcsync.Change{Table: id, Op: op}
+		switch op {
+		case cdcsync.OpInsert:
+			c.After = first
+		case cdcsync.OpDelete:
+			c.Before = first
+		case cdcsync.OpUpdate:
+			after, n2, err := r.decodeRow(s, e.Rows[i+1])
+			if err != nil {
+				return err
+			}
+			c.Before, c.After = first, after
+			n += n2
+		}
+		r.txn.Changes = append(r.txn.Changes, c)
+		r.txn.Bytes += n
+	}
+	return nil
+}
+
+func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int, error) {
+	row := make(cdcsync.Row, len(s.Columns))
+	size := 16
+	for i := range s.Columns {
+		v, err := DecodeBinlog(&s.Columns[i], raw[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("decode %s.%s at %s: %w", s.ID, s.Columns[i].Name, r.position(), err)
+		}
+		row[i] = v
+		switch v := v.(type) {
+		case string:
+			size += len(v) + 16
+		case []byte:
+			size += len(v) + 24
+		default:
+			size += 16
+		}
+	}
+	return row, size, nil
+}
+
+var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +
+	"(ALTER\\s+(?:ONLINE\\s+|IGNORE\\s+)*TABLE|DROP\\s+(?:TEMPORARY\\s+)?TABLE(?:\\s+IF\\s+EXISTS)?|RENAME\\s+TABLES?|TRUNCATE(?:\\s+TABLE)?|CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?)" +
+	"\\s+((?:`[^`]+`|[\\w$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[\\w$]+))?)")
+
+// checkDDL stops at a statement that changes a selected table: cdcsync does
+// not evolve schemas yet, and applying later rows with the old schema would be
+// wrong. A new table matching the include patterns restarts the pipeline.
+func (r *reader) checkDDL(schema, q string) error {
+	m := ddlTable.FindStringSubmatch(q)
+	if m == nil {
+		return nil
+	}
+	verb := strings.ToUpper(strings.Fields(m[1])[0])
+	id := parseTableName(schema, m[2])
+	if verb == "CREATE" {
+		if _, known := r.cfg.Schemas[id]; !known && r.cfg.Source.Selects(id.Database, id.Table) {
+			return fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
+		}
+		return nil
+	}
+	if _, ok := r.cfg.Schemas[id]; !ok {
+		return nil
+	}
+	return fmt.Errorf("%s changes the selected table %s at %s (%q); cdcsync cannot apply schema changes yet: "+
+		"exclude the table, or drop its Iceberg table and restart cdcsync to copy it again", verb, id, r.position(), abbreviate(q, 200))
+}
+
+func parseTableName(schema, name string) cdcsync.TableID {
+	parts := strings.SplitN(name, ".", 2)
+	for i := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(parts[i]), "`")
+	}
+	if len(parts) == 2 {
+		return cdcsync.TableID{Database: parts[0], Table: parts[1]}
+	}
+	return cdcsync.TableID{Database: schema, Table: parts[0]}
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// ServerIdentity names the server for file/offset positions: @@server_uuid on
+// MySQL; MariaDB has none, so its @@server_id stands in.
+func ServerIdentity(ctx context.Context, conn *client.Conn, flavor string) (string, error) {
+	q := "SELECT @@server_uuid"
+	if flavor == cdcsync.FlavorMariaDB {
+		q = "SELECT CONCAT('mariadb-server-id-', @@server_id)"
+	}
+	res, err := conn.Execute(q)
+	if err != nil {
+		return "", fmt.Errorf("read the server identity: %w", err)
+	}
+	return res.GetString(0, 0)
+}
+
+// LagBytes returns how many binlog bytes the server has written after pos:
+// the rest of pos's file plus every later file.
+func LagBytes(ctx context.Context, src *config.Source, pos cdcsync.Position) (int64, error) {
+	if pos.File == "" {
+		return 0, errors.New("position has no binlog file")
+	}
+	conn, err := Connect(ctx, src)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	res, err := conn.Execute("SHOW BINARY LOGS")
+	if err != nil {
+		return 0, err
+	}
+	var lag int64
+	seen := false
+	for i := 0; i < res.RowNumber(); i++ {
+		name, _ := res.GetString(i, 0)
+		size, _ := res.GetInt(i, 1)
+		switch {
+		case name == pos.File:
+			seen = true
+			lag += max(0, size-int64(pos.Offset))
+		case seen:
+			lag += size
+		}
+	}
+	if !seen {
+		return 0, fmt.Errorf("binlog file %s is no longer on the server", pos.File)
+	}
+	return lag, nil
+}

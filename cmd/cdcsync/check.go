@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// runCheck runs every preflight check of `run` and prints all findings. It
+// exits 1 when any check fails.
+func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	failed := 0
+	report := func(ok, warn bool, check, msg string) {
+		mark := "ok  "
+		switch {
+		case warn:
+			mark = "warn"
+		case !ok:
+			mark = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(stdout, "%s  %-24s %s\n", mark, check, msg)
+	}
+	conn, err := capture.Connect(ctx, &cfg.Source)
+	if err != nil {
+		report(false, false, "connect", err.Error())
+	} else {
+		findings, _, err := capture.Preflight(ctx, conn, &cfg.Source)
+		conn.Close()
+		if err != nil {
+			report(false, false, "preflight", err.Error())
+		}
+		for _, f := range findings {
+			report(f.OK, f.Warning, f.Check, f.Message)
+		}
+	}
+	lk, err := lake.Open(ctx, cfg, log)
+	if err != nil {
+		report(false, false, "catalog", err.Error())
+	} else {
+		defer lk.Close()
+		if err := lk.Check(ctx); err != nil {
+			report(false, false, "warehouse", err.Error())
+		} else {
+			report(true, false, "catalog+warehouse", fmt.Sprintf("catalog %q answers and the warehouse %s accepts writes", cfg.Catalog.Name, cfg.Warehouse.Location))
+		}
+	}
+	if failed > 0 {
+		return exitError{1, fmt.Errorf("%d check(s) failed", failed)}
+	}
+	fmt.Fprintln(stdout, "all checks passed")
+	return nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// runTables lists the catalog's tables with what cdcsync last committed.
+func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) error {
+	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
+	ids, err := lk.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TABLE\tSOURCE\tEPOCH\tCOMMITTED AT\tDATA FILES\tDELETE FILES\tPOSITION")
+	for _, id := range ids {
+		t, err := lk.LoadTable(ctx, id)
+		if err != nil {
+			return err
+		}
+		epoch, when, pos, data, dels := "-", "-", "-", "0", "0"
+		if s := t.CurrentSnapshot(); s != nil {
+			when = time.UnixMilli(s.TimestampMs).UTC().Format(time.RFC3339)
+			if s.Summary != nil {
+				data = orDash(s.Summary.Properties["total-data-files"])
+				dels = orDash(s.Summary.Properties["total-delete-files"])
+			}
+		}
+		if c, err := lake.CommittedBy(t, cfg.Pipeline); err == nil && c.Found {
+			epoch, pos = fmt.Sprint(c.Epoch), c.Pos.String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), epoch, when, data, dels, pos)
+	}
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// runCat prints a table's rows, read through an iceberg-go scan that applies
+// every delete file. name is the MySQL "db.table" or the Iceberg
+// "namespace.table".
+func runCat(ctx context.Context, cfg *config.Config, name string, limit int64, stdout, stderr io.Writer) error {
+	db, tbl, ok := strings.Cut(name, ".")
+	if !ok || db == "" || tbl == "" {
+		return exitError{2, fmt.Errorf("cat needs a table as DB.TABLE, got %q", name)}
+	}
+	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
+	var t *table.Table
+	if t, err = lk.LoadTable(ctx, lk.Identifier(db, tbl)); err != nil {
+		if t, err = lk.LoadTable(ctx, table.Identifier{db, tbl}); err != nil {
+			return err
+		}
+	}
+	ts, err := lake.SchemaFromIceberg(t)
+	if err != nil {
+		return err
+	}
+	rows, err := lake.ReadRows(ctx, t, ts, limit)
+	if err != nil {
+		return err
+	}
+	cdcsync.SortRows(ts, rows)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for i, c := range ts.Columns {
+		if i > 0 {
+			fmt.Fprint(w, "\t")
+		}
+		fmt.Fprint(w, c.Name)
+	}
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		for i, c := range ts.Columns {
+			if i > 0 {
+				fmt.Fprint(w, "\t")
+			}
+			fmt.Fprint(w, cdcsync.Format(c.Kind, r[i]))
+		}
+		fmt.Fprintln(w)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "(%d rows)\n", len(rows))
+	return nil
+}

@@ -1,0 +1,236 @@
+// Package lake owns Iceberg: it opens the catalog and the warehouse, creates
+// tables from MySQL schemas, writes data and equality-delete files, commits
+// one row delta per table per epoch with the epoch's binlog position in the
+// snapshot summary, reads committed positions back, and stores the pipeline
+// checkpoint in the warehouse.
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	// Register the s3:// file IO and the database/sql drivers of the SQL catalog.
+	_ "github.com/apache/iceberg-go/io/gocloud"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/cdcsync/cdcsync/config"
+)
+
+// Snapshot summary keys written on every cdcsync commit.
+const (
+	SummaryPipeline = "cdcsync.pipeline"
+	SummaryEpoch    = "cdcsync.epoch"
+	SummaryPosition = "cdcsync.position"
+)
+
+// Lake is an open catalog plus the warehouse it writes to.
+type Lake struct {
+	cat       catalog.Catalog
+	cfg       *config.Config
+	warehouse string // URL of the warehouse root
+	ioProps   iceberg.Properties
+	log       *slog.Logger
+}
+
+// Open connects to the configured catalog. It creates the SQL catalog's
+// tables when they do not exist yet.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, error) {
+	wh, err := cfg.Warehouse.URL()
+	if err != nil {
+		return nil, err
+	}
+	ioProps := s3Props(&cfg.Warehouse.S3)
+	if strings.HasPrefix(wh, "file://") {
+		if err := os.MkdirAll(strings.TrimPrefix(wh, "file://"), 0o755); err != nil {
+			return nil, fmt.Errorf("create warehouse directory: %w", err)
+		}
+	}
+	props := iceberg.Properties{"warehouse": wh}
+	for k, v := range ioProps {
+		props[k] = v
+	}
+	var cat catalog.Catalog
+	switch cfg.Catalog.Type {
+	case "rest":
+		cat, err = openREST(ctx, cfg, props)
+	default:
+		cat, err = openSQL(ctx, cfg, props)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, log: log}, nil
+}
+
+func s3Props(s *config.S3) iceberg.Properties {
+	p := iceberg.Properties{}
+	if s.Endpoint != "" {
+		p[icebergio.S3EndpointURL] = s.Endpoint
+	}
+	if s.Region != "" {
+		p[icebergio.S3Region] = s.Region
+	}
+	if s.AccessKeyID != "" {
+		p[icebergio.S3AccessKeyID] = s.AccessKeyID
+		p[icebergio.S3SecretAccessKey] = s.SecretAccessKey.Value()
+		if s.SessionToken.Value() != "" {
+			p[icebergio.S3SessionToken] = s.SessionToken.Value()
+		}
+	}
+	if !s.PathStyle {
+		p[icebergio.S3ForceVirtualAddressing] = "true"
+	}
+	return p
+}
+
+func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, error) {
+	c := &cfg.Catalog.SQL
+	var driver, dsn string
+	var dialect sqlcat.SupportedDialect
+	switch c.Driver {
+	case "postgres":
+		driver, dialect, dsn = "pgx", sqlcat.Postgres, c.DSN.Value()
+	default:
+		// WAL and a busy timeout let `cdcsync cat` read while the daemon writes.
+		driver, dialect = "sqlite", sqlcat.SQLite
+		dsn = "file:" + c.DSN.Value() + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	props[sqlcat.DriverKey] = driver
+	props[sqlcat.DialectKey] = string(dialect)
+	props["uri"] = dsn
+	props["init_catalog_tables"] = "true"
+	cat, err := catalog.Load(ctx, cfg.Catalog.Name, props)
+	if err != nil {
+		return nil, fmt.Errorf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",
+			c.Driver, cfg.Catalog.Name, redact(err.Error(), c.DSN.Value()))
+	}
+	return cat, nil
+}
+
+func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, error) {
+	r := &cfg.Catalog.REST
+	var opts []rest.Option
+	if r.Warehouse != "" {
+		opts = append(opts, rest.WithWarehouseLocation(r.Warehouse))
+	}
+	if v := r.Credential.Value(); v != "" {
+		opts = append(opts, rest.WithCredential(v))
+	}
+	if v := r.Token.Value(); v != "" {
+		opts = append(opts, rest.WithOAuthToken(v))
+	}
+	opts = append(opts, rest.WithAdditionalProps(props))
+	cat, err := rest.NewCatalog(ctx, cfg.Catalog.Name, r.URI, opts...)
+	if err != nil {
+		msg := redact(redact(err.Error(), r.Credential.Value()), r.Token.Value())
+		return nil, fmt.Errorf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg)
+	}
+	return cat, nil
+}
+
+// redact removes a secret from a message produced by a library.
+func redact(msg, secret string) string {
+	if secret == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, "[redacted]")
+}
+
+// Close releases the catalog's connections.
+func (l *Lake) Close() error {
+	if c, ok := l.cat.(catalog.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Check verifies that the catalog answers and that the warehouse accepts
+// writes, by listing namespaces and writing, reading and removing a probe
+// object under the pipeline's own prefix.
+func (l *Lake) Check(ctx context.Context) error {
+	if _, err := l.cat.ListNamespaces(ctx, nil); err != nil {
+		return fmt.Errorf("the catalog %q does not answer: %w", l.cfg.Catalog.Name, err)
+	}
+	fs, err := l.fs(ctx)
+	if err != nil {
+		return err
+	}
+	probe := l.pipelineDir() + "/probe"
+	if err := fs.WriteFile(probe, []byte("ok")); err != nil {
+		return fmt.Errorf("cannot write to the warehouse %s: %w; check warehouse.location, the bucket and the credentials", l.warehouse, err)
+	}
+	if err := fs.Remove(probe); err != nil {
+		return fmt.Errorf("cannot delete from the warehouse %s: %w", l.warehouse, err)
+	}
+	return nil
+}
+
+func (l *Lake) fs(ctx context.Context) (icebergio.WriteFileIO, error) {
+	fs, err := icebergio.LoadFS(ctx, l.ioProps, l.warehouse)
+	if err != nil {
+		return nil, fmt.Errorf("open the warehouse %s: %w", l.warehouse, err)
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("the warehouse %s is read-only", l.warehouse)
+	}
+	return wfs, nil
+}
+
+func (l *Lake) pipelineDir() string {
+	return l.warehouse + "/_cdcsync/" + l.cfg.Pipeline
+}
+
+// Identifier returns the Iceberg identifier for a MySQL table, following the
+// table rules of the configuration.
+func (l *Lake) Identifier(db, tbl string) table.Identifier {
+	ns, name := db, tbl
+	if r := l.cfg.Rule(db, tbl); r != nil {
+		if r.Namespace != "" {
+			ns = r.Namespace
+		}
+		if r.Name != "" {
+			name = r.Name
+		}
+	}
+	return table.Identifier{ns, name}
+}
+
+// ListTables lists every table of the catalog as "namespace.table".
+func (l *Lake) ListTables(ctx context.Context) ([]table.Identifier, error) {
+	nss, err := l.cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	var out []table.Identifier
+	for _, ns := range nss {
+		for id, err := range l.cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
+			}
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// LoadTable loads an Iceberg table by identifier.
+func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	t, err := l.cat.LoadTable(ctx, id)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", strings.Join(id, "."), l.cfg.Catalog.Name)
+	}
+	return t, err
+}

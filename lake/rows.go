@@ -1,0 +1,174 @@
+package lake
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// batchBuilder accumulates canonical rows into Arrow record batches laid
+// out by a rowLayout.
+type batchBuilder struct {
+	layout *rowLayout
+	b      *array.RecordBuilder
+	n      int
+}
+
+func newBatchBuilder(l *rowLayout) *batchBuilder {
+	return &batchBuilder{layout: l, b: array.NewRecordBuilder(memory.DefaultAllocator, l.schema)}
+}
+
+// add appends one row. Values must be the canonical Go types of their kind.
+func (bb *batchBuilder) add(row cdcsync.Row) error {
+	for i, col := range bb.layout.cols {
+		if err := appendValue(bb.b.Field(i), row[col]); err != nil {
+			f := bb.layout.schema.Field(i)
+			return fmt.Errorf("column %s: %w", f.Name, err)
+		}
+	}
+	bb.n++
+	return nil
+}
+
+// flush returns the rows added so far as a record batch and starts a new one.
+func (bb *batchBuilder) flush() arrow.RecordBatch {
+	bb.n = 0
+	return bb.b.NewRecordBatch()
+}
+
+func (bb *batchBuilder) release() { bb.b.Release() }
+
+func appendValue(b array.Builder, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	ok := true
+	switch b := b.(type) {
+	case *array.Int32Builder:
+		var x int32
+		if x, ok = v.(int32); ok {
+			b.Append(x)
+		}
+	case *array.Int64Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(x)
+		}
+	case *array.Float32Builder:
+		var x float32
+		if x, ok = v.(float32); ok {
+			b.Append(x)
+		}
+	case *array.Float64Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			b.Append(x)
+		}
+	case *array.StringBuilder:
+		var x string
+		if x, ok = v.(string); ok {
+			b.Append(x)
+		}
+	case *array.LargeStringBuilder:
+		var x string
+		if x, ok = v.(string); ok {
+			b.Append(x)
+		}
+	case *array.BinaryBuilder:
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			b.Append(x)
+		}
+	case *array.Date32Builder:
+		var x int32
+		if x, ok = v.(int32); ok {
+			b.Append(arrow.Date32(x))
+		}
+	case *array.TimestampBuilder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(arrow.Timestamp(x))
+		}
+	case *array.Decimal128Builder:
+		var s string
+		if s, ok = v.(string); ok {
+			t := b.Type().(*arrow.Decimal128Type)
+			n, err := decimal128.FromString(s, t.Precision, t.Scale)
+			if err != nil {
+				return fmt.Errorf("decimal %q does not fit decimal(%d,%d): %w", s, t.Precision, t.Scale, err)
+			}
+			b.Append(n)
+		}
+	default:
+		return fmt.Errorf("no writer for Arrow type %s", b.Type())
+	}
+	if !ok {
+		return fmt.Errorf("value %v of Go type %T does not match Arrow type %s", v, v, b.Type())
+	}
+	return nil
+}
+
+// rowsFromBatch converts a record batch read from Iceberg back to canonical
+// rows with the given number of columns; fields map to row indexes by name.
+func rowsFromBatch(rec arrow.RecordBatch, ts *cdcsync.TableSchema) ([]cdcsync.Row, error) {
+	idx := make([]int, rec.NumCols())
+	for i, f := range rec.Schema().Fields() {
+		idx[i] = ts.ColumnIndex(f.Name)
+		if idx[i] < 0 {
+			return nil, fmt.Errorf("column %s is not in %s", f.Name, ts.ID)
+		}
+	}
+	rows := make([]cdcsync.Row, rec.NumRows())
+	for r := range rows {
+		rows[r] = make(cdcsync.Row, len(ts.Columns))
+	}
+	for c := 0; c < int(rec.NumCols()); c++ {
+		col := rec.Column(c)
+		for r := range rows {
+			if col.IsNull(r) {
+				continue
+			}
+			v, err := arrowValue(col, r)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", rec.ColumnName(c), err)
+			}
+			rows[r][idx[c]] = v
+		}
+	}
+	return rows, nil
+}
+
+func arrowValue(a arrow.Array, i int) (any, error) {
+	switch a := a.(type) {
+	case *array.Int32:
+		return a.Value(i), nil
+	case *array.Int64:
+		return a.Value(i), nil
+	case *array.Float32:
+		return a.Value(i), nil
+	case *array.Float64:
+		return a.Value(i), nil
+	case *array.String:
+		return a.Value(i), nil
+	case *array.LargeString:
+		return a.Value(i), nil
+	case *array.Binary:
+		return append([]byte{}, a.Value(i)...), nil
+	case *array.LargeBinary:
+		return append([]byte{}, a.Value(i)...), nil
+	case *array.Date32:
+		return int32(a.Value(i)), nil
+	case *array.Timestamp:
+		return int64(a.Value(i)), nil
+	case *array.Decimal128:
+		t := a.DataType().(*arrow.Decimal128Type)
+		return a.Value(i).ToString(t.Scale), nil
+	}
+	return nil, fmt.Errorf("cannot read Arrow type %s", a.DataType())
+}

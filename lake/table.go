@@ -1,0 +1,251 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// Table is one MySQL table's Iceberg mirror, as cdcsync last loaded or
+// committed it.
+type Table struct {
+	ID     cdcsync.TableID
+	Ident  table.Identifier
+	Schema *cdcsync.TableSchema
+
+	tbl      *table.Table
+	pipeline string
+	dataOut  *rowLayout // data files: every column
+	delOut   *rowLayout // equality deletes: key columns plus partition sources
+	eqIDs    []int
+
+	// BeforeCommit, when set, runs after the files are written and before
+	// the catalog commit; tests use it to crash in that window.
+	BeforeCommit func()
+}
+
+// Iceberg returns the underlying iceberg-go table.
+func (t *Table) Iceberg() *table.Table { return t.tbl }
+
+// IcebergSchema maps a MySQL table schema to an Iceberg schema whose field ids
+// are the column ordinals and whose identifier fields are the primary key.
+func IcebergSchema(ts *cdcsync.TableSchema) (*iceberg.Schema, error) {
+	if len(ts.PrimaryKey) == 0 {
+		return nil, fmt.Errorf("table %s has no primary key; cdcsync needs one to apply updates and deletes: add a primary key or exclude the table", ts.ID)
+	}
+	fields := make([]iceberg.NestedField, len(ts.Columns))
+	for i, c := range ts.Columns {
+		typ, err := icebergType(&c)
+		if err != nil {
+			return nil, fmt.Errorf("column %s.%s: %w", ts.ID, c.Name, err)
+		}
+		fields[i] = iceberg.NestedField{ID: i + 1, Name: c.Name, Type: typ, Required: !c.Nullable}
+	}
+	ids := make([]int, len(ts.PrimaryKey))
+	for i, k := range ts.PrimaryKey {
+		ids[i] = k + 1
+		fields[k].Required = true
+	}
+	return iceberg.NewSchemaWithIdentifiers(0, ids, fields...), nil
+}
+
+func icebergType(c *cdcsync.Column) (iceberg.Type, error) {
+	switch c.Kind {
+	case cdcsync.KindInt32:
+		return iceberg.PrimitiveTypes.Int32, nil
+	case cdcsync.KindInt64:
+		return iceberg.PrimitiveTypes.Int64, nil
+	case cdcsync.KindDecimal:
+		return iceberg.DecimalTypeOf(c.Precision, c.Scale), nil
+	case cdcsync.KindFloat32:
+		return iceberg.PrimitiveTypes.Float32, nil
+	case cdcsync.KindFloat64:
+		return iceberg.PrimitiveTypes.Float64, nil
+	case cdcsync.KindString:
+		return iceberg.PrimitiveTypes.String, nil
+	case cdcsync.KindBinary:
+		return iceberg.PrimitiveTypes.Binary, nil
+	case cdcsync.KindDate:
+		return iceberg.PrimitiveTypes.Date, nil
+	case cdcsync.KindTimestamp:
+		return iceberg.PrimitiveTypes.Timestamp, nil
+	case cdcsync.KindTimestampTZ:
+		return iceberg.PrimitiveTypes.TimestampTz, nil
+	}
+	return nil, fmt.Errorf("MySQL type %s has no Iceberg mapping", c.ColumnType)
+}
+
+// tableProperties makes tables merge-on-read, format v2, and keeps
+// iceberg-go from replaying a commit on top of another writer's.
+var tableProperties = iceberg.Properties{
+	"format-version":                  "2",
+	"write.delete.mode":               "merge-on-read",
+	"write.update.mode":               "merge-on-read",
+	"write.merge.mode":                "merge-on-read",
+	"write.parquet.compression-codec": "zstd",
+	table.CommitNumRetriesKey:         "0",
+}
+
+// EnsureTable loads the Iceberg table for ts, creating its namespace and the
+// table (with the configured partition spec) when they do not exist. An
+// existing table must have the same columns and types.
+func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table, error) {
+	ident := l.Identifier(ts.ID.Database, ts.ID.Table)
+	want, err := IcebergSchema(ts)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := l.cat.LoadTable(ctx, ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		tbl, err = l.createTable(ctx, ident, ts, want)
+		if err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	default:
+		if err := sameColumns(want, tbl.Schema()); err != nil {
+			return nil, fmt.Errorf("the Iceberg table %s no longer matches MySQL table %s: %w; "+
+				"schema evolution is not supported yet: drop the Iceberg table to re-copy it", strings.Join(ident, "."), ts.ID, err)
+		}
+	}
+	return l.newTable(ts, ident, tbl)
+}
+
+func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcsync.TableSchema, sc *iceberg.Schema) (*table.Table, error) {
+	ns := table.Identifier{ident[0]}
+	if err := l.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", ident[0], err)
+	}
+	spec, err := l.partitionSpec(ts, sc)
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{"cdcsync.source": ts.ID.String()}
+	for k, v := range tableProperties {
+		props[k] = v
+	}
+	tbl, err := l.cat.CreateTable(ctx, ident, sc, catalog.WithPartitionSpec(spec), catalog.WithProperties(props))
+	if err != nil {
+		return nil, fmt.Errorf("create Iceberg table %s for %s: %w", strings.Join(ident, "."), ts.ID, err)
+	}
+	l.log.Info("created Iceberg table", "table", ts.ID.String(), "iceberg", strings.Join(ident, "."), "partition", spec.String())
+	return tbl, nil
+}
+
+func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceberg.PartitionSpec, error) {
+	r := l.cfg.Rule(ts.ID.Database, ts.ID.Table)
+	if r == nil || len(r.Partition) == 0 {
+		return iceberg.UnpartitionedSpec, nil
+	}
+	fields, err := r.PartitionFields()
+	if err != nil {
+		return nil, err
+	}
+	var opts []iceberg.PartitionOption
+	for _, f := range fields {
+		src, ok := sc.FindFieldByName(f.Column)
+		if !ok {
+			return nil, fmt.Errorf("tables: partition of %s names column %q, which the table does not have", ts.ID, f.Column)
+		}
+		expr := f.Transform
+		if f.Transform == "bucket" || f.Transform == "truncate" {
+			expr = fmt.Sprintf("%s[%d]", f.Transform, f.Param)
+		}
+		tr, err := iceberg.ParseTransform(expr)
+		if err != nil {
+			return nil, fmt.Errorf("tables: partition of %s: %w", ts.ID, err)
+		}
+		name := f.Column
+		if f.Transform != "identity" {
+			name = f.Column + "_" + f.Transform
+		}
+		opts = append(opts, iceberg.AddPartitionFieldBySourceID(src.ID, name, tr, sc, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("tables: partition of %s: %w", ts.ID, err)
+	}
+	return &spec, nil
+}
+
+func sameColumns(want, got *iceberg.Schema) error {
+	wf, gf := want.Fields(), got.Fields()
+	if len(wf) != len(gf) {
+		return fmt.Errorf("MySQL has %d columns, Iceberg %d", len(wf), len(gf))
+	}
+	for i := range wf {
+		if wf[i].Name != gf[i].Name || !wf[i].Type.Equals(gf[i].Type) {
+			return fmt.Errorf("column %d is %s %s in MySQL and %s %s in Iceberg", i+1, wf[i].Name, wf[i].Type, gf[i].Name, gf[i].Type)
+		}
+	}
+	return nil
+}
+
+func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *table.Table) (*Table, error) {
+	sc := tbl.Schema()
+	dataOut, err := newRowLayout(ts, sc)
+	if err != nil {
+		return nil, err
+	}
+	eqIDs := sc.IdentifierFieldIDs
+	if len(eqIDs) == 0 {
+		return nil, fmt.Errorf("Iceberg table %s has no identifier fields; cdcsync creates tables with the primary key as identifier fields", strings.Join(ident, "."))
+	}
+	names := make([]string, 0, len(eqIDs))
+	seen := map[int]bool{}
+	for _, id := range eqIDs {
+		n, _ := sc.FindColumnName(id)
+		names = append(names, n)
+		seen[id] = true
+	}
+	spec := tbl.Spec()
+	for _, f := range spec.Fields() {
+		if !seen[f.SourceID()] {
+			n, _ := sc.FindColumnName(f.SourceID())
+			names = append(names, n)
+			seen[f.SourceID()] = true
+		}
+	}
+	delSchema, err := sc.Select(true, names...)
+	if err != nil {
+		return nil, fmt.Errorf("delete schema of %s: %w", ts.ID, err)
+	}
+	delOut, err := newRowLayout(ts, delSchema)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{ID: ts.ID, Ident: ident, Schema: ts, tbl: tbl, pipeline: l.cfg.Pipeline,
+		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs}, nil
+}
+
+// rowLayout maps an Arrow schema derived from the Iceberg schema to the
+// MySQL column each of its fields is filled from.
+type rowLayout struct {
+	schema *arrow.Schema
+	cols   []int // cols[i] is the row index feeding arrow field i
+}
+
+func newRowLayout(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*rowLayout, error) {
+	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("arrow schema of %s: %w", ts.ID, err)
+	}
+	cols := make([]int, as.NumFields())
+	for i, f := range as.Fields() {
+		cols[i] = ts.ColumnIndex(f.Name)
+		if cols[i] < 0 {
+			return nil, fmt.Errorf("Iceberg column %s is not in MySQL table %s", f.Name, ts.ID)
+		}
+	}
+	return &rowLayout{schema: as, cols: cols}, nil
+}

@@ -1,0 +1,295 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/metrics"
+)
+
+// Sink is where epochs go: the lake, seen from merge.
+type Sink interface {
+	// Commit commits one table's share of an epoch atomically. It must be
+	// idempotent for the same (table, epoch): a retry after an uncertain
+	// failure must not apply the epoch twice.
+	Commit(ctx context.Context, table cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error
+	// SaveCheckpoint records that every table is committed up to pos.
+	SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error
+}
+
+// permanentError marks a commit failure that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err so that the pipeline stops instead of retrying.
+func Permanent(err error) error { return permanentError{err} }
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// ErrCommit wraps every failure to commit an epoch.
+var ErrCommit = errors.New("epoch commit failed")
+
+// Options tune sealing and committing.
+type Options struct {
+	Interval          time.Duration // seal this long after the epoch's first transaction
+	MaxRows           int           // seal at this many row changes
+	MaxBytes          int           // seal at this many bytes of changes
+	CommitConcurrency int           // tables committed in parallel
+	Retries           int           // attempts per table commit before giving up (default 5)
+	RetryBackoff      time.Duration // first backoff (default 1s), doubled each time
+	ShutdownTimeout   time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
+	// Fault, when set, is called at named points of the protocol so tests can
+	// kill the process there. Never set in production.
+	Fault func(point string)
+}
+
+// Pipeline turns a stream of transactions into epoch commits.
+type Pipeline struct {
+	sink      Sink
+	schemas   map[cdcsync.TableID]*cdcsync.TableSchema
+	skip      map[cdcsync.TableID]cdcsync.Position // tables still catching up to their own committed position
+	nextEpoch int64
+	lastCkpt  cdcsync.Position
+	opts      Options
+	log       *slog.Logger
+	m         *metrics.Metrics
+
+	mu        sync.Mutex
+	committed cdcsync.Position // last checkpointed position, for status
+	pending   time.Time        // MySQL commit time of the oldest transaction read but not committed
+}
+
+// Table is a selected table and, when it already holds data, the position
+// its last commit covers.
+type Table struct {
+	Schema    *cdcsync.TableSchema
+	Committed cdcsync.Position
+}
+
+// New returns a pipeline that starts numbering epochs at firstEpoch. start is
+// the checkpoint the binlog is read from.
+func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, opts Options, log *slog.Logger, m *metrics.Metrics) *Pipeline {
+	if opts.Retries <= 0 {
+		opts.Retries = 5
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 2 * time.Minute
+	}
+	if opts.CommitConcurrency <= 0 {
+		opts.CommitConcurrency = 1
+	}
+	p := &Pipeline{sink: sink, schemas: map[cdcsync.TableID]*cdcsync.TableSchema{}, skip: map[cdcsync.TableID]cdcsync.Position{},
+		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m}
+	for _, t := range tables {
+		p.schemas[t.Schema.ID] = t.Schema
+		if !t.Committed.IsZero() {
+			p.skip[t.Schema.ID] = t.Committed
+		}
+	}
+	return p
+}
+
+// Committed returns the last checkpointed position.
+func (p *Pipeline) Committed() cdcsync.Position {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.committed
+}
+
+// Lag is how long ago, in MySQL, the oldest transaction that cdcsync has
+// read but not yet committed to Iceberg was committed; zero when none waits.
+func (p *Pipeline) Lag() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending.IsZero() {
+		return 0
+	}
+	return time.Since(p.pending)
+}
+
+// Run consumes transactions until txns is closed or ctx is done, committing
+// an epoch whenever one seals. On the way out it commits the open epoch, which
+// holds only whole transactions, with a fresh deadline so a shutdown signal
+// does not abandon it half-way. It returns the first error that stopped it.
+func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
+	var (
+		buf   *Buffer
+		timer *time.Timer
+		tick  <-chan time.Time
+	)
+	seal := func(cctx context.Context) error {
+		if timer != nil {
+			timer.Stop()
+			tick = nil
+		}
+		if buf == nil {
+			return nil
+		}
+		b := buf
+		buf = nil
+		return p.commit(cctx, b)
+	}
+	finish := func(cause error) error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ShutdownTimeout)
+		defer cancel()
+		if err := seal(sctx); err != nil {
+			return errors.Join(cause, err)
+		}
+		return cause
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return finish(nil)
+		case <-tick:
+			if err := seal(ctx); err != nil {
+				return err
+			}
+		case t, ok := <-txns:
+			if !ok {
+				return finish(nil)
+			}
+			if buf == nil {
+				buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] })
+				timer = time.NewTimer(p.opts.Interval)
+				tick = timer.C
+				p.mu.Lock()
+				p.pending = t.Time
+				p.mu.Unlock()
+			}
+			if err := p.apply(buf, t); err != nil {
+				return finish(err)
+			}
+			if buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes {
+				if err := seal(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
+	var covered map[cdcsync.TableID]bool
+	if len(p.skip) > 0 {
+		covered = map[cdcsync.TableID]bool{}
+		for id, pos := range p.skip {
+			c, err := pos.Covers(t)
+			if err != nil {
+				return fmt.Errorf("table %s: %w", id, err)
+			}
+			if c {
+				covered[id] = true
+			} else {
+				// Positions only grow: every later transaction is new to it too.
+				delete(p.skip, id)
+				p.log.Info("table caught up with its committed position", "table", id.String(), "position", pos.String())
+			}
+		}
+	}
+	if p.m != nil {
+		p.m.Transactions.Inc()
+		p.m.ReadLagSeconds.Set(time.Since(t.Time).Seconds())
+	}
+	return buf.Apply(t, func(id cdcsync.TableID) bool { return covered[id] })
+}
+
+func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
+	if buf.Txns == 0 {
+		return nil
+	}
+	start := time.Now()
+	epoch := p.nextEpoch
+	tables := buf.Tables()
+	sort.Slice(tables, func(i, j int) bool { return tables[i].String() < tables[j].String() })
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.opts.CommitConcurrency)
+	for i, id := range tables {
+		if i > 0 && p.opts.Fault != nil {
+			p.opts.Fault("between-tables")
+		}
+		deletes, rows := buf.Output(id)
+		g.Go(func() error { return p.commitTable(gctx, id, epoch, buf.End, deletes, rows) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCommit, err)
+	}
+	if len(tables) == 0 && buf.End == p.lastCkpt {
+		p.mu.Lock()
+		p.pending = time.Time{}
+		p.mu.Unlock()
+		return nil
+	}
+	if p.opts.Fault != nil {
+		p.opts.Fault("before-checkpoint")
+	}
+	if err := p.sink.SaveCheckpoint(ctx, epoch, buf.End); err != nil {
+		return fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)
+	}
+	p.nextEpoch++
+	p.lastCkpt = buf.End
+	p.mu.Lock()
+	p.committed = buf.End
+	p.pending = time.Time{}
+	p.mu.Unlock()
+	if p.m != nil {
+		for _, id := range tables {
+			for op, n := range buf.Changes(id) {
+				p.m.Rows.WithLabelValues(id.String(), op.String()).Add(float64(n))
+			}
+		}
+		p.m.EpochsCommitted.Inc()
+		p.m.CommitSeconds.Observe(time.Since(start).Seconds())
+		p.m.EpochRows.Observe(float64(buf.Rows))
+	}
+	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
+		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
+	return nil
+}
+
+func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {
+	backoff := p.opts.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		err := p.sink.Commit(ctx, id, epoch, pos, deletes, rows)
+		if err == nil {
+			p.countCommit(id, "ok")
+			return nil
+		}
+		var perm permanentError
+		if errors.As(err, &perm) || attempt >= p.opts.Retries || ctx.Err() != nil {
+			p.countCommit(id, "failed")
+			return fmt.Errorf("commit epoch %d to %s (attempt %d): %w", epoch, id, attempt, err)
+		}
+		p.countCommit(id, "retry")
+		p.log.Warn("commit failed; retrying", "table", id.String(), "epoch", epoch, "attempt", attempt, "error", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+func (p *Pipeline) countCommit(id cdcsync.TableID, result string) {
+	if p.m != nil {
+		p.m.TableCommits.WithLabelValues(id.String(), result).Inc()
+	}
+}

@@ -1,0 +1,207 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// memSink records commits and can fail them on demand.
+type memSink struct {
+	mu          sync.Mutex
+	commits     []string // "table@epoch"
+	checkpoints []int64
+	positions   []cdcsync.Position
+	fail        func(id cdcsync.TableID, epoch int64, attempt int) error
+	attempts    map[string]int
+}
+
+func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, epoch int64, _ cdcsync.Position, _, _ []cdcsync.Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := fmt.Sprintf("%s@%d", id, epoch)
+	if s.attempts == nil {
+		s.attempts = map[string]int{}
+	}
+	s.attempts[k]++
+	if s.fail != nil {
+		if err := s.fail(id, epoch, s.attempts[k]); err != nil {
+			return err
+		}
+	}
+	s.commits = append(s.commits, k)
+	return nil
+}
+
+func (s *memSink) SaveCheckpoint(_ context.Context, epoch int64, pos cdcsync.Position) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkpoints = append(s.checkpoints, epoch)
+	s.positions = append(s.positions, pos)
+	return nil
+}
+
+func mariaPos(seq int) cdcsync.Position {
+	return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", seq)}
+}
+
+func txnAt(seq int, changes ...cdcsync.Change) *cdcsync.Txn {
+	return &cdcsync.Txn{GTID: fmt.Sprintf("0-1-%d", seq), Pos: mariaPos(seq), Time: time.Now(), Changes: changes, Bytes: 10}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func runPipeline(t *testing.T, p *Pipeline, txns ...*cdcsync.Txn) error {
+	t.Helper()
+	ch := make(chan *cdcsync.Txn, len(txns))
+	for _, x := range txns {
+		ch <- x
+	}
+	close(ch)
+	return p.Run(context.Background(), ch)
+}
+
+func TestPipelineSealsByRowsAndCheckpointsAfterAllTables(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 5, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+	err := runPipeline(t, p,
+		txnAt(1, ins(u(1, "eu", "a"))),
+		txnAt(2, ins(u(2, "eu", "b")), cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}}),
+		txnAt(3, ins(u(3, "eu", "c"))),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Epoch 5 seals after txn 2 (3 rows >= 2) with both tables; epoch 6 holds txn 3 and is committed at the end of the stream.
+	want := []string{"shop.orders@5", "shop.users@5", "shop.users@6"}
+	if fmt.Sprint(sink.commits) != fmt.Sprint(want) {
+		t.Fatalf("commits = %v, want %v", sink.commits, want)
+	}
+	if fmt.Sprint(sink.checkpoints) != "[5 6]" || sink.positions[1] != mariaPos(3) {
+		t.Fatalf("checkpoints = %v at %v", sink.checkpoints, sink.positions)
+	}
+	if p.Committed() != mariaPos(3) {
+		t.Fatalf("committed = %v", p.Committed())
+	}
+}
+
+func TestPipelineSkipsWhatATableAlreadyHolds(t *testing.T) {
+	sink := &memSink{}
+	// users already holds everything up to 0-1-2 (it committed before a crash); orders does not.
+	p := New(sink, []Table{{Schema: users, Committed: mariaPos(2)}, {Schema: orders}}, 1, mariaPos(1),
+		Options{Interval: time.Hour, MaxRows: 100, MaxBytes: 1 << 30}, quiet(), nil)
+	var got []int
+	sink.fail = func(id cdcsync.TableID, _ int64, _ int) error {
+		if id == users.ID {
+			got = append(got, 1)
+		}
+		return nil
+	}
+	err := runPipeline(t, p,
+		txnAt(2, ins(u(1, "eu", "a")), cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sink.commits) != "[shop.orders@1]" {
+		t.Fatalf("commits = %v: users must skip the transaction it already holds", sink.commits)
+	}
+}
+
+func TestPipelineSealsByInterval(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+	ch := make(chan *cdcsync.Txn)
+	done := make(chan error)
+	go func() { done <- p.Run(context.Background(), ch) }()
+	ch <- txnAt(1, ins(u(1, "eu", "a")))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sink.mu.Lock()
+		n := len(sink.checkpoints)
+		sink.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("epoch did not seal by interval")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPipelineRetriesTransientFailures(t *testing.T) {
+	sink := &memSink{fail: func(_ cdcsync.TableID, _ int64, attempt int) error {
+		if attempt < 3 {
+			return errors.New("catalog unavailable")
+		}
+		return nil
+	}}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
+	if err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sink.commits) != "[shop.users@1]" || sink.attempts["shop.users@1"] != 3 {
+		t.Fatalf("commits = %v attempts = %v", sink.commits, sink.attempts)
+	}
+}
+
+func TestPipelineStopsOnPermanentFailureWithoutCheckpoint(t *testing.T) {
+	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error {
+		return Permanent(errors.New("another writer committed"))
+	}}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
+	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))))
+	if !IsPermanent(err) || !errors.Is(err, ErrCommit) {
+		t.Fatalf("err = %v, want a permanent commit error", err)
+	}
+	if sink.attempts["shop.users@1"] != 1 || len(sink.checkpoints) != 0 {
+		t.Fatalf("attempts %v checkpoints %v: a permanent failure must not retry or checkpoint", sink.attempts, sink.checkpoints)
+	}
+}
+
+func TestPipelineCommitsOpenEpochOnShutdown(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan *cdcsync.Txn, 1)
+	ch <- txnAt(1, ins(u(1, "eu", "a")))
+	done := make(chan error)
+	go func() { done <- p.Run(ctx, ch) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sink.commits) != "[shop.users@1]" || fmt.Sprint(sink.checkpoints) != "[1]" {
+		t.Fatalf("commits %v checkpoints %v: the open epoch must be committed on shutdown", sink.commits, sink.checkpoints)
+	}
+}
+
+func TestPipelineCheckpointsTransactionsOfOtherTables(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+	if err := runPipeline(t, p, txnAt(1), txnAt(2)); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.commits) != 0 || fmt.Sprint(sink.checkpoints) != "[1]" || sink.positions[0] != mariaPos(2) {
+		t.Fatalf("commits %v checkpoints %v %v", sink.commits, sink.checkpoints, sink.positions)
+	}
+}

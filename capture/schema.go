@@ -14,9 +14,6 @@ import (
 	"github.com/cdcsync/cdcsync/config"
 )
 
-// schemaSystemDBs are never listed.
-var schemaSystemDBs = []string{"mysql", "information_schema", "performance_schema", "sys"}
-
 // ListTables returns the base tables (information_schema.TABLES with
 // TABLE_TYPE 'BASE TABLE': no views, sequences or MariaDB system-versioned
 // tables) that src selects, sorted by database and table.

@@ -111,6 +111,7 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) 
 	props[sqlcat.DialectKey] = string(dialect)
 	props["uri"] = dsn
 	props["init_catalog_tables"] = "true"
+	props["type"] = "sql"
 	cat, err := catalog.Load(ctx, cfg.Catalog.Name, props)
 	if err != nil {
 		return nil, fmt.Errorf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",

@@ -1,0 +1,954 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/shopspring/decimal"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// SnapshotSessionSQL lists the statements a snapshot connection runs before
+// its SELECTs, so that the text it reads decodes to the same canonical values
+// as the binlog:
+//
+//   - time_zone '+00:00': TIMESTAMP values are printed in UTC, and
+//     DecodeSnapshot reads them as UTC (an offset needs no time zone tables);
+//   - NAMES utf8mb4: text arrives as UTF-8 whatever the server's default;
+//   - an empty sql_mode: above all without PAD_CHAR_TO_FULL_LENGTH, which would pad
+//     CHAR values that the binlog carries unpadded;
+//   - net_write_timeout 3600: a streaming SELECT whose reader waits on
+//     back-pressure is not aborted by the server after 60 s.
+var SnapshotSessionSQL = []string{
+	"SET SESSION time_zone = '+00:00'",
+	"SET NAMES utf8mb4",
+	"SET SESSION sql_mode = ''",
+	"SET SESSION net_write_timeout = 3600",
+}
+
+// SelectExpr is the select-list expression that reads column c in a
+// snapshot SELECT. It is the quoted column name, except for FLOAT: the text
+// protocol prints FLOAT with 6 significant digits (3.1415927 arrives as
+// "3.14159", 16777217 as "16777200"), which would not match the exact value
+// in the binlog, so FLOAT is read as a DOUBLE ("(`c` + 0e0)", exact, and valid
+// on MySQL 5.7 too) and DecodeSnapshot narrows it back to float32 exactly.
+func SelectExpr(c *cdcsync.Column) string {
+	if strings.EqualFold(c.DataType, "float") {
+		return "(" + QuoteIdent(c.Name) + " + 0e0)"
+	}
+	return QuoteIdent(c.Name)
+}
+
+// SelectList is the select list for a snapshot SELECT of every column of s,
+// in column order: SelectExpr of each, joined by ", ". Use it (rather than
+// SELECT * or bare column names) so that DecodeSnapshot gets exact values and
+// so that MySQL 8 invisible columns, which the binlog carries, are read too.
+func SelectList(s *cdcsync.TableSchema) string {
+	parts := make([]string, len(s.Columns))
+	for i := range s.Columns {
+		parts[i] = SelectExpr(&s.Columns[i])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ValueReason classifies a ValueError.
+type ValueReason int
+
+const (
+	// ReasonBadValue: a value of an unexpected Go type or text format for the
+	// column (a schema that no longer matches the binlog, or a bug).
+	ReasonBadValue ValueReason = iota + 1
+	// ReasonZeroDate: a zero date or a date with a zero month or day
+	// ('0000-00-00', '2024-00-10'), which Iceberg cannot store.
+	ReasonZeroDate
+	// ReasonOutOfRange: a number that does not fit the column's kind.
+	ReasonOutOfRange
+	// ReasonUnsupportedColumn: the column's type is not mapped (KindInvalid).
+	ReasonUnsupportedColumn
+	// ReasonPartialJSON: a partial JSON update (binlog_row_value_options=PARTIAL_JSON).
+	ReasonPartialJSON
+)
+
+// ValueError is the error of DecodeBinlog and DecodeSnapshot (and of the
+// row decoders) for a value that cdcsync cannot represent. Its message names
+// the value, the column and, when known, the table.
+type ValueError struct {
+	Table      cdcsync.TableID // zero from DecodeBinlog/DecodeSnapshot; set by DecodeBinlogRow/DecodeSnapshotRow
+	Column     string
+	ColumnType string
+	Value      string // the value as text, abbreviated
+	Reason     ValueReason
+	Detail     string
+}
+
+func (e *ValueError) where() string {
+	if e.Table != (cdcsync.TableID{}) {
+		return e.Table.String() + "." + e.Column
+	}
+	return "column " + e.Column
+}
+
+func (e *ValueError) Error() string {
+	if e.Reason == ReasonZeroDate {
+		return fmt.Sprintf("zero date %q in %s cannot be stored in Iceberg", e.Value, e.where())
+	}
+	msg := fmt.Sprintf("%s (%s): %s", e.where(), e.ColumnType, e.Detail)
+	if e.Value != "" {
+		msg += fmt.Sprintf(" (value %s)", e.Value)
+	}
+	return msg
+}
+
+func decErr(c *cdcsync.Column, reason ValueReason, value, detail string, args ...any) error {
+	if len(args) > 0 {
+		detail = fmt.Sprintf(detail, args...)
+	}
+	return &ValueError{Column: c.Name, ColumnType: c.ColumnType, Value: value, Reason: reason, Detail: detail}
+}
+
+func decShow(v any) string {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = strconv.Quote(v)
+	case []byte:
+		s = strconv.Quote(string(v))
+	default:
+		s = fmt.Sprintf("%T %v", v, v)
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func decBadType(c *cdcsync.Column, path string, v any) error {
+	return decErr(c, ReasonBadValue, decShow(v), "unexpected value of Go type %T from the %s for kind %s", v, path, c.Kind)
+}
+
+// DecodeBinlogRow decodes one row image of a rows event (full image, one
+// value per column of s) with DecodeBinlog; errors name the table.
+func DecodeBinlogRow(s *cdcsync.TableSchema, values []any) (cdcsync.Row, error) {
+	if len(values) != len(s.Columns) {
+		return nil, fmt.Errorf("a binlog row of %s has %d columns but its schema has %d: the table changed without cdcsync seeing the DDL, or binlog_row_image is not FULL", s.ID, len(values), len(s.Columns))
+	}
+	row := make(cdcsync.Row, len(values))
+	for i := range values {
+		v, err := DecodeBinlog(&s.Columns[i], values[i])
+		if err != nil {
+			return nil, decWithTable(err, s.ID)
+		}
+		row[i] = v
+	}
+	return row, nil
+}
+
+// DecodeSnapshotRow decodes one row of a snapshot SELECT of SelectList(s)
+// with DecodeSnapshot; errors name the table. It copies what it keeps, so
+// values may be reused by go-mysql afterwards.
+func DecodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue) (cdcsync.Row, error) {
+	if len(values) != len(s.Columns) {
+		return nil, fmt.Errorf("a SELECT of %s returned %d columns but its schema has %d: select SelectList(schema)", s.ID, len(values), len(s.Columns))
+	}
+	row := make(cdcsync.Row, len(values))
+	for i := range values {
+		v, err := DecodeSnapshot(&s.Columns[i], values[i])
+		if err != nil {
+			return nil, decWithTable(err, s.ID)
+		}
+		row[i] = v
+	}
+	return row, nil
+}
+
+func decWithTable(err error, id cdcsync.TableID) error {
+	if ve, ok := err.(*ValueError); ok {
+		cp := *ve
+		cp.Table = id
+		return &cp
+	}
+	return err
+}
+
+// DecodeBinlog converts a value of a rows event, as go-mysql's replication
+// package yields it with BinlogSyncerConfig{ParseTime: true, UseDecimal:
+// true}, into the canonical value of c.Kind (see cdcsync.Kind). NULL (nil)
+// stays nil. Strings and byte slices are copied: go-mysql's may alias the
+// event buffer.
+//
+// What go-mysql v1.16.0 yields, and what is done with it:
+//   - integers: int8/16/32/64, or uint8/16/32/64 when the table map carries
+//     signedness (binlog_row_metadata); a signed Go value in an UNSIGNED
+//     column is reinterpreted at the column's width (int8(-1) in TINYINT
+//     UNSIGNED is 255, a MEDIUMINT UNSIGNED arrives 24-bit sign-extended);
+//   - DECIMAL: decimal.Decimal (a string without UseDecimal), formatted with
+//     exactly Scale fraction digits;
+//   - FLOAT float32, DOUBLE float64;
+//   - CHAR/VARCHAR: string; TEXT: []byte; BINARY/VARBINARY: string; BLOB:
+//     []byte. BINARY(n) arrives without its trailing 0x00 bytes (the server
+//     strips them when it writes the row) and is padded back to n bytes, as
+//     SELECT returns it;
+//   - DATE: always a "YYYY-MM-DD" string;
+//   - DATETIME: time.Time in UTC holding the wall clock, but a string for
+//     values before 1970 and for zero dates;
+//   - TIMESTAMP: time.Time of the true instant (in time.Local, which does not
+//     matter: only the instant is used), or the string "0000-00-00
+//     00:00:00[.ffffff]" for the zero timestamp;
+//   - JSON (MySQL): the JSON text as a string ([]byte accepted); it is
+//     canonicalised (see decCanonicalJSON) so that it equals the text SELECT
+//     returns, which is formatted differently. MariaDB JSON is a LONGTEXT and
+//     is kept verbatim.
+//
+// Zero dates (and dates with a zero month or day) are a *ValueError with
+// Reason ReasonZeroDate.
+func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	const path = "binlog"
+	switch c.Kind {
+	case cdcsync.KindInt32, cdcsync.KindInt64:
+		u, neg, ok := decBinlogInt(c, v)
+		if !ok {
+			return nil, decBadType(c, path, v)
+		}
+		return decIntKind(c, u, neg)
+	case cdcsync.KindDecimal:
+		switch x := v.(type) {
+		case decimal.Decimal:
+			return decDecimalValue(c, x)
+		case string:
+			return decDecimalText(c, x)
+		case []byte:
+			return decDecimalText(c, string(x))
+		}
+		if u, neg, ok := decBinlogInt(c, v); ok { // BIGINT UNSIGNED
+			return decIntDecimal(c, u, neg)
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindFloat32:
+		if f, ok := decFloat(v); ok {
+			return float32(f), nil
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindFloat64:
+		if f, ok := decFloat(v); ok {
+			return f, nil
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindString:
+		if decIsDecimalType(c) { // DECIMAL(p>38,s) kept as exact text
+			switch x := v.(type) {
+			case decimal.Decimal:
+				return decDecimalValue(c, x)
+			case string:
+				return decDecimalText(c, x)
+			case []byte:
+				return decDecimalText(c, string(x))
+			}
+			return nil, decBadType(c, path, v)
+		}
+		if _, partial := v.(*replication.JsonDiff); partial {
+			return nil, decErr(c, ReasonPartialJSON, "", "a partial JSON update, which go-mysql does not apply: set binlog_row_value_options='' on the server (SET GLOBAL and my.cnf) and resync the table")
+		}
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = strings.Clone(x)
+		case []byte:
+			s = string(x)
+		default:
+			return nil, decBadType(c, path, v)
+		}
+		if decIsJSON(c) {
+			return decCanonicalJSON(c, s)
+		}
+		return s, nil
+	case cdcsync.KindBinary:
+		var b []byte
+		switch x := v.(type) {
+		case []byte:
+			b = x
+		case string:
+			b = []byte(x)
+		default:
+			return nil, decBadType(c, path, v)
+		}
+		return decPadBinary(c, b), nil
+	case cdcsync.KindDate:
+		switch x := v.(type) {
+		case string:
+			return decDateText(c, x)
+		case []byte:
+			return decDateText(c, string(x))
+		case time.Time:
+			y, m, d := x.Date()
+			return int32(decDaysFromCivil(int64(y), int64(m), int64(d))), nil
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindTimestamp:
+		switch x := v.(type) {
+		case string:
+			return decDatetimeText(c, x)
+		case []byte:
+			return decDatetimeText(c, string(x))
+		case time.Time:
+			return decWallMicros(x), nil
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindTimestampTZ:
+		switch x := v.(type) {
+		case time.Time:
+			return x.UnixMicro(), nil
+		case string, []byte:
+			s := decString(x)
+			if decIsZeroDateTime(s) {
+				return nil, decErr(c, ReasonZeroDate, s, "")
+			}
+			// A non-zero TIMESTAMP arrives as a string only without ParseTime,
+			// in a location we cannot know.
+			return nil, decErr(c, ReasonBadValue, decShow(s), "a TIMESTAMP as text from the binlog: read the binlog with BinlogSyncerConfig.ParseTime = true")
+		}
+		return nil, decBadType(c, path, v)
+	case cdcsync.KindInvalid:
+		return nil, decErr(c, ReasonUnsupportedColumn, "", "the column's type is not mapped to an Iceberg type (see the preflight check column_types)")
+	}
+	return nil, decErr(c, ReasonBadValue, "", "unknown kind %s", c.Kind)
+}
+
+// DecodeSnapshot converts a value of a SELECT row read with go-mysql's
+// client over the text protocol (conn.ExecuteSelectStreaming, after
+// SnapshotSessionSQL, selecting SelectList) into the same canonical value as
+// DecodeBinlog gives for the same stored value. It copies what it keeps.
+//
+// The text protocol yields: integer columns as FieldValueTypeSigned or
+// FieldValueTypeUnsigned, FLOAT/DOUBLE as FieldValueTypeFloat (float64
+// parsed from the text), everything else (DECIMAL, dates, strings, binary
+// strings, JSON) as FieldValueTypeString holding the text. BINARY(n) comes
+// padded with 0x00 to n bytes; TIMESTAMP as wall-clock text in the session
+// time zone, which must be '+00:00' (SnapshotSessionSQL).
+func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
+	if v.Type == mysql.FieldValueTypeNull {
+		return nil, nil
+	}
+	const path = "SELECT"
+	text := func() string { return string(v.AsString()) }
+	bad := func() error {
+		var x any
+		switch v.Type {
+		case mysql.FieldValueTypeSigned:
+			x = v.AsInt64()
+		case mysql.FieldValueTypeUnsigned:
+			x = v.AsUint64()
+		case mysql.FieldValueTypeFloat:
+			x = v.AsFloat64()
+		default:
+			x = v.AsString()
+		}
+		return decBadType(c, path, x)
+	}
+	switch c.Kind {
+	case cdcsync.KindInt32, cdcsync.KindInt64, cdcsync.KindDecimal:
+		var u uint64
+		var neg bool
+		switch v.Type {
+		case mysql.FieldValueTypeSigned:
+			n := v.AsInt64()
+			u, neg = uint64(n), n < 0
+			if neg {
+				u = uint64(-(n + 1)) + 1 // |n| without overflow at MinInt64
+			}
+		case mysql.FieldValueTypeUnsigned:
+			u = v.AsUint64()
+		case mysql.FieldValueTypeString:
+			if c.Kind == cdcsync.KindDecimal {
+				return decDecimalText(c, text())
+			}
+			t := strings.TrimSpace(text())
+			var err error
+			if neg = strings.HasPrefix(t, "-"); neg {
+				u, err = strconv.ParseUint(t[1:], 10, 64)
+			} else {
+				u, err = strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64)
+			}
+			if err != nil {
+				return nil, decErr(c, ReasonBadValue, decShow(t), "not an integer")
+			}
+		default:
+			return nil, bad()
+		}
+		if c.Kind == cdcsync.KindDecimal {
+			return decIntDecimal(c, u, neg)
+		}
+		return decIntKind(c, u, neg)
+	case cdcsync.KindFloat32, cdcsync.KindFloat64:
+		var f float64
+		switch v.Type {
+		case mysql.FieldValueTypeFloat:
+			f = v.AsFloat64()
+		case mysql.FieldValueTypeString:
+			var err error
+			f, err = strconv.ParseFloat(strings.TrimSpace(text()), 64)
+			if err != nil {
+				return nil, decErr(c, ReasonBadValue, decShow(text()), "not a floating-point number")
+			}
+		case mysql.FieldValueTypeSigned:
+			f = float64(v.AsInt64())
+		case mysql.FieldValueTypeUnsigned:
+			f = float64(v.AsUint64())
+		default:
+			return nil, bad()
+		}
+		if c.Kind == cdcsync.KindFloat32 {
+			return float32(f), nil
+		}
+		return f, nil
+	case cdcsync.KindString:
+		if v.Type != mysql.FieldValueTypeString {
+			return nil, bad()
+		}
+		if decIsDecimalType(c) {
+			return decDecimalText(c, text())
+		}
+		if decIsJSON(c) {
+			return decCanonicalJSON(c, text())
+		}
+		return text(), nil
+	case cdcsync.KindBinary:
+		if v.Type != mysql.FieldValueTypeString {
+			return nil, bad()
+		}
+		return decPadBinary(c, v.AsString()), nil
+	case cdcsync.KindDate:
+		if v.Type != mysql.FieldValueTypeString {
+			return nil, bad()
+		}
+		return decDateText(c, text())
+	case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
+		if v.Type != mysql.FieldValueTypeString {
+			return nil, bad()
+		}
+		// DATETIME is the wall clock taken as UTC; TIMESTAMP was printed in
+		// the session time zone '+00:00', so the same arithmetic gives the
+		// instant.
+		return decDatetimeText(c, text())
+	case cdcsync.KindInvalid:
+		return nil, decErr(c, ReasonUnsupportedColumn, "", "the column's type is not mapped to an Iceberg type (see the preflight check column_types)")
+	}
+	return nil, decErr(c, ReasonBadValue, "", "unknown kind %s", c.Kind)
+}
+
+func decString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+func decIsDecimalType(c *cdcsync.Column) bool {
+	switch strings.ToLower(c.DataType) {
+	case "decimal", "numeric", "fixed":
+		return true
+	}
+	return false
+}
+
+func decIsJSON(c *cdcsync.Column) bool { return strings.EqualFold(c.DataType, "json") }
+
+// decIntWidth is the width in bits of an integer column.
+func decIntWidth(c *cdcsync.Column) int {
+	switch strings.ToLower(c.DataType) {
+	case "tinyint":
+		return 8
+	case "smallint":
+		return 16
+	case "mediumint":
+		return 24
+	case "int", "integer":
+		return 32
+	}
+	return 64
+}
+
+// decBinlogInt reads an integer of any Go integer type. It returns the value
+// as magnitude u with sign neg. A
+// signed value in an UNSIGNED column is reinterpreted at the column's width,
+// an unsigned value in a signed column sign-extended at that width.
+func decBinlogInt(c *cdcsync.Column, v any) (u uint64, neg bool, ok bool) {
+	var signed bool
+	var sv int64
+	var uv uint64
+	switch x := v.(type) {
+	case int8:
+		signed, sv = true, int64(x)
+	case int16:
+		signed, sv = true, int64(x)
+	case int32:
+		signed, sv = true, int64(x)
+	case int64:
+		signed, sv = true, x
+	case int:
+		signed, sv = true, int64(x)
+	case uint8:
+		uv = uint64(x)
+	case uint16:
+		uv = uint64(x)
+	case uint32:
+		uv = uint64(x)
+	case uint64:
+		uv = x
+	case uint:
+		uv = uint64(x)
+	default:
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			signed, sv = true, rv.Int()
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			uv = rv.Uint()
+		default:
+			return 0, false, false
+		}
+	}
+	width := decIntWidth(c)
+	if signed && c.Unsigned {
+		signed, uv = false, uint64(sv)
+		if width < 64 {
+			uv &= 1<<width - 1
+		}
+	} else if !signed && !c.Unsigned && width < 64 && uv>>(width-1) == 1 && uv < 1<<width {
+		signed, sv = true, int64(uv)-1<<width
+	}
+	if signed {
+		if sv < 0 {
+			return uint64(-(sv + 1)) + 1, true, true
+		}
+		return uint64(sv), false, true
+	}
+	return uv, false, true
+}
+
+// decIntKind returns the int32 or int64 of a magnitude and sign, checking
+// the range.
+func decIntKind(c *cdcsync.Column, u uint64, neg bool) (any, error) {
+	var n int64
+	if neg {
+		if u > 1<<63 {
+			return nil, decErr(c, ReasonOutOfRange, "-"+strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
+		}
+		n = -int64(u-1) - 1
+	} else {
+		if u > math.MaxInt64 {
+			return nil, decErr(c, ReasonOutOfRange, strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
+		}
+		n = int64(u)
+	}
+	if c.Kind == cdcsync.KindInt32 {
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return nil, decErr(c, ReasonOutOfRange, strconv.FormatInt(n, 10), "does not fit kind %s", c.Kind)
+		}
+		return int32(n), nil
+	}
+	return n, nil
+}
+
+// decIntDecimal formats an integer (BIGINT UNSIGNED) as a decimal with the
+// column's scale.
+func decIntDecimal(c *cdcsync.Column, u uint64, neg bool) (any, error) {
+	s := strconv.FormatUint(u, 10)
+	if neg && u != 0 {
+		s = "-" + s
+	}
+	return decDecimalText(c, s)
+}
+
+func decDecimalValue(c *cdcsync.Column, d decimal.Decimal) (any, error) {
+	if d.Exponent() < -int32(c.Scale) {
+		// More fraction digits than the scale: never rounds silently.
+		return decDecimalText(c, d.String())
+	}
+	return decDecimalText(c, d.StringFixed(int32(c.Scale)))
+}
+
+// decDecimalText normalises a plain decimal text to exactly c.Scale fraction
+// digits, without leading zeros or a "+" sign, and "0" rather than "-0". Extra
+// fraction digits are accepted only when they are zeros; an exponent is
+// accepted (shopspring may print one) and applied exactly.
+func decDecimalText(c *cdcsync.Column, s string) (any, error) {
+	out, ok := decNormDecimal(strings.TrimSpace(s), c.Scale)
+	if !ok {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a decimal with scale %d", c.Scale)
+	}
+	if c.Precision > 0 {
+		intPart, _, _ := strings.Cut(strings.TrimPrefix(out, "-"), ".")
+		if intPart != "0" && len(intPart) > c.Precision-c.Scale {
+			return nil, decErr(c, ReasonOutOfRange, out, "more than %d digits before the decimal point", c.Precision-c.Scale)
+		}
+	}
+	return out, nil
+}
+
+func decNormDecimal(s string, scale int) (string, bool) {
+	neg := false
+	switch {
+	case strings.HasPrefix(s, "-"):
+		neg, s = true, s[1:]
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	}
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 100 || e < -100 {
+			return "", false
+		}
+		exp, s = e, s[:i]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" {
+		return "", false
+	}
+	for _, r := range intPart + frac {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	// Apply the exponent by moving the decimal point.
+	digits := intPart + frac
+	point := len(intPart) + exp
+	for point < 0 {
+		digits, point = "0"+digits, point+1
+	}
+	for point > len(digits) {
+		digits += "0"
+	}
+	intPart, frac = digits[:point], digits[point:]
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	if len(frac) > scale {
+		if strings.Trim(frac[scale:], "0") != "" {
+			return "", false
+		}
+		frac = frac[:scale]
+	}
+	frac += strings.Repeat("0", scale-len(frac))
+	out := intPart
+	if scale > 0 {
+		out += "." + frac
+	}
+	if neg && strings.Trim(out, "0.") != "" {
+		out = "-" + out
+	}
+	return out, true
+}
+
+func decFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	rv := reflect.ValueOf(v) // e.g. replication.FloatWithTrailingZero
+	switch rv.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
+	}
+	return 0, false
+}
+
+// decPadBinary copies b and, for BINARY(n), pads it with 0x00 to n bytes:
+// the binlog carries BINARY values without their trailing zero bytes.
+func decPadBinary(c *cdcsync.Column, b []byte) []byte {
+	n := 0
+	if strings.EqualFold(c.DataType, "binary") {
+		n = schemaFixedLength(c.ColumnType)
+	}
+	out := make([]byte, max(len(b), n))
+	copy(out, b)
+	return out
+}
+
+// decDaysFromCivil is the number of days from 1970-01-01 to y-m-d in the
+// proleptic Gregorian calendar (H. Hinnant's algorithm).
+func decDaysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// decWallMicros is the wall clock of t, whatever its location, as
+// microseconds since 1970-01-01 00:00:00 taken as UTC.
+func decWallMicros(t time.Time) int64 {
+	y, m, d := t.Date()
+	hh, mm, ss := t.Clock()
+	days := decDaysFromCivil(int64(y), int64(m), int64(d))
+	return ((days*24+int64(hh))*60+int64(mm))*60*1e6 + int64(ss)*1e6 + int64(t.Nanosecond()/1000)
+}
+
+func decIsZeroDateTime(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "0000-00-00")
+}
+
+// decParseDate parses "YYYY-MM-DD" at the start of s and returns the rest.
+func decParseDate(s string) (y, m, d int64, rest string, ok bool) {
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return 0, 0, 0, "", false
+	}
+	y, ok1 := decDigits(s[0:4])
+	m, ok2 := decDigits(s[5:7])
+	d, ok3 := decDigits(s[8:10])
+	return y, m, d, s[10:], ok1 && ok2 && ok3
+}
+
+func decDigits(s string) (int64, bool) {
+	var n int64
+	if s == "" {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
+}
+
+func decValidYMD(y, m, d int64) bool {
+	if m < 1 || m > 12 || d < 1 {
+		return false
+	}
+	days := [13]int64{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	limit := days[m]
+	if m == 2 && (y%4 == 0 && (y%100 != 0 || y%400 == 0)) {
+		limit = 29
+	}
+	return d <= limit
+}
+
+func decDateText(c *cdcsync.Column, s string) (any, error) {
+	y, m, d, rest, ok := decParseDate(strings.TrimSpace(s))
+	if !ok || rest != "" {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
+	}
+	if m == 0 || d == 0 {
+		return nil, decErr(c, ReasonZeroDate, s, "")
+	}
+	if !decValidYMD(y, m, d) {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid date")
+	}
+	return int32(decDaysFromCivil(y, m, d)), nil
+}
+
+// decDatetimeText parses "YYYY-MM-DD HH:MM:SS[.f{1,6}]" (or a bare date) to
+// microseconds since 1970-01-01 00:00:00, the text taken as UTC.
+func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
+	t := strings.TrimSpace(s)
+	y, m, d, rest, ok := decParseDate(t)
+	if !ok {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+	}
+	if m == 0 || d == 0 {
+		return nil, decErr(c, ReasonZeroDate, s, "")
+	}
+	var hh, mi, ss, us int64
+	if rest != "" {
+		if len(rest) < 9 || (rest[0] != ' ' && rest[0] != 'T') || rest[3] != ':' || rest[6] != ':' {
+			return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+		}
+		var ok1, ok2, ok3 bool
+		hh, ok1 = decDigits(rest[1:3])
+		mi, ok2 = decDigits(rest[4:6])
+		ss, ok3 = decDigits(rest[7:9])
+		if !ok1 || !ok2 || !ok3 || hh > 23 || mi > 59 || ss > 59 {
+			return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid time of day")
+		}
+		if f := rest[9:]; f != "" {
+			if f[0] != '.' || len(f) < 2 || len(f) > 7 {
+				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+			}
+			digits := f[1:]
+			n, ok := decDigits(digits)
+			if !ok {
+				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+			}
+			for i := len(digits); i < 6; i++ {
+				n *= 10
+			}
+			us = n
+		}
+	}
+	if !decValidYMD(y, m, d) {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid date")
+	}
+	days := decDaysFromCivil(y, m, d)
+	return ((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + us, nil
+}
+
+// decCanonicalJSON rewrites a MySQL JSON text in one canonical form, so
+// that the binlog (go-mysql re-encodes the binary JSON with encoding/json:
+// compact, keys sorted, doubles in Go's shortest form, or MySQL-like text
+// with RenderJSONAsMySQLText) and SELECT (MySQL's own text: ", " and ": "
+// separators, keys ordered by length then bytes, doubles via my_gcvt) agree:
+// compact, object keys sorted by bytes, integers verbatim, other numbers as
+// the shortest text of their float64 value. Strings are re-escaped by
+// encoding/json (without HTML escaping). An empty document is JSON null,
+// as MySQL reads it.
+func decCanonicalJSON(c *cdcsync.Column, s string) (any, error) {
+	if strings.TrimSpace(s) == "" {
+		return "null", nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not valid JSON: %v", err)
+	}
+	var b bytes.Buffer
+	b.Grow(len(s))
+	if err := decWriteJSON(&b, v); err != nil {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "cannot canonicalise JSON: %v", err)
+	}
+	return b.String(), nil
+}
+
+func decWriteJSON(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case json.Number:
+		b.WriteString(decJSONNumber(string(x)))
+	case string:
+		decWriteJSONString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := decWriteJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			decWriteJSONString(b, k)
+			b.WriteByte(':')
+			if err := decWriteJSON(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("unexpected %T", v)
+	}
+	return nil
+}
+
+func decWriteJSONString(b *bytes.Buffer, s string) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode appends a newline
+}
+
+// decJSONNumber writes a JSON number in a canonical form of its value.
+// Numbers with a fraction or an exponent are doubles in MySQL JSON: they are
+// reduced to the shortest digits of their float64 value first, so that two
+// texts of the same double agree. Integers keep all their digits. The value
+// D×10^E (D without trailing zeros) is then written as an integer when
+// 0 <= E and it has at most 21 digits, as a plain decimal when it is at
+// least 0.000001 in magnitude, else as d.ddde±N.
+func decJSONNumber(s string) string {
+	if strings.ContainsAny(s, ".eE") {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			s = strconv.FormatFloat(f, 'e', -1, 64)
+		}
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "+-")
+	mant, expText, _ := strings.Cut(strings.ToLower(s), "e")
+	exp := 0
+	if expText != "" {
+		e, err := strconv.Atoi(expText)
+		if err != nil {
+			return s
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+	if digits == "" {
+		return "0"
+	}
+	var out string
+	switch {
+	case exp >= 0 && len(digits)+exp <= 21:
+		out = digits + strings.Repeat("0", exp)
+	case exp < 0 && len(digits)+exp >= -5:
+		point := len(digits) + exp // digits before the point
+		if point > 0 {
+			out = digits[:point] + "." + digits[point:]
+		} else {
+			out = "0." + strings.Repeat("0", -point) + digits
+		}
+	default:
+		e := exp + len(digits) - 1
+		out = digits[:1]
+		if len(digits) > 1 {
+			out += "." + digits[1:]
+		}
+		out += "e" + strconv.Itoa(e)
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCrashRecovery kills cdcsync with SIGKILL again and again while the
+// workload runs: at random moments, and at the protocol's critical points
+// (after writing files but before the catalog commit, between two tables'
+// commits of one epoch, before the checkpoint). At the end every table must
+// equal MySQL: no duplicate, no missing and no stale row.
+func TestCrashRecovery(t *testing.T) {
+	const dbName = "it_crash"
+	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName), extra: "epoch:\n  interval: 200ms\n  commit_concurrency: 1"})
+	createWorkloadSchema(t, dbName)
+	seed := uint64(time.Now().UnixNano())
+	w := newWorkload(t, dbName, seed)
+	w.run(t, 100)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := w.txn(); err != nil {
+				werr = err
+				return
+			}
+			time.Sleep(time.Duration(w.r.IntN(3)) * time.Millisecond)
+		}
+	}()
+
+	r := rand.New(rand.NewPCG(seed, 2))
+	faults := []string{
+		"", // killed from outside at a random moment
+		"CDCSYNC_FAULT=before-commit:0.3",
+		"CDCSYNC_FAULT=between-tables:0.5",
+		"CDCSYNC_FAULT=before-checkpoint:0.4",
+	}
+	const rounds = 24
+	selfKills := 0
+	for i := 0; i < rounds; i++ {
+		f := faults[i%len(faults)]
+		var env []string
+		if f != "" {
+			env = append(env, f)
+		}
+		p := e.start(env...)
+		deadline := time.After(time.Duration(300+r.IntN(2500)) * time.Millisecond)
+		select {
+		case <-deadline:
+			p.kill()
+		case <-p.done:
+			code := p.cmd.ProcessState.ExitCode()
+			if f == "" || code != -1 { // a fault kill shows as signal, exit code -1
+				t.Fatalf("round %d: cdcsync exited by itself (code %d); output:\n%s", i, code, p.output())
+			}
+			selfKills++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if werr != nil {
+		t.Fatalf("workload: %v", werr)
+	}
+	t.Logf("%d rounds, %d killed at a protocol point by fault injection, the rest from outside", rounds, selfKills)
+	if selfKills == 0 {
+		t.Errorf("no round reached a fault point: the crash test did not exercise the commit protocol")
+	}
+
+	p := e.start()
+	e.waitCaughtUp(p, 3*time.Minute)
+	for _, tbl := range mirroredTables {
+		e.assertMirrors(tbl)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	if t.Failed() {
+		t.Logf("final cdcsync output:\n%s", p.output())
+	}
+}

@@ -1,0 +1,347 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// env is one test's pipeline: its own database, config and warehouse.
+type env struct {
+	t        *testing.T
+	dir      string
+	dbName   string
+	cfgPath  string
+	cfg      *config.Config
+	serverID int
+}
+
+type envOptions struct {
+	onMinIO bool
+	tables  string // extra YAML for the tables: section
+	extra   string // extra top-level YAML
+}
+
+var serverIDs = struct {
+	sync.Mutex
+	next int
+}{next: 9000}
+
+func newEnv(t *testing.T, dbName string, o envOptions) *env {
+	t.Helper()
+	dir := t.TempDir()
+	serverIDs.Lock()
+	serverIDs.next++
+	sid := serverIDs.next
+	serverIDs.Unlock()
+	e := &env{t: t, dir: dir, dbName: dbName, serverID: sid}
+	mustExec(t, "DROP DATABASE IF EXISTS "+dbName)
+	mustExec(t, "CREATE DATABASE "+dbName)
+	warehouse := "location: " + filepath.Join(dir, "warehouse")
+	if o.onMinIO {
+		bucket := strings.ReplaceAll(strings.ToLower(dbName), "_", "-")
+		if err := minio.CreateBucket(bucket); err != nil {
+			t.Fatal(err)
+		}
+		warehouse = fmt.Sprintf(`location: s3://%s/lake
+  s3:
+    endpoint: %s
+    region: %s
+    path_style: true
+    access_key_id: %s
+    secret_access_key: ${CDCSYNC_TEST_S3_SECRET}`, bucket, minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey)
+	}
+	yaml := fmt.Sprintf(`pipeline: %s
+source:
+  host: 127.0.0.1
+  port: %d
+  user: %s
+  password: ${CDCSYNC_TEST_PASSWORD}
+  server_id: %d
+  include: ["%s.*"]
+warehouse:
+  %s
+catalog:
+  type: sql
+  name: cdcsync
+  sql:
+    driver: sqlite
+    dsn: %s
+epoch:
+  interval: 300ms
+http:
+  listen: "off"
+%s
+%s
+`, strings.ReplaceAll(dbName, "_", "-"), db.Port, testenv.ReplUser, sid, dbName, warehouse,
+		filepath.Join(dir, "catalog.db"), o.tables, o.extra)
+	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
+	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CDCSYNC_TEST_PASSWORD", testenv.ReplPassword)
+	t.Setenv("CDCSYNC_TEST_S3_SECRET", testenv.MinIOSecretKey)
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatalf("test config: %v\n%s", err, yaml)
+	}
+	e.cfg = cfg
+	return e
+}
+
+func mustExec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if err := db.Exec(sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// proc is a running cdcsync.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	mu   *sync.Mutex
+	done chan error
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (e *env) start(extraEnv ...string) *proc {
+	e.t.Helper()
+	cmd := exec.Command(binary, "run", "--config", e.cfgPath)
+	cmd.Env = append(os.Environ(), extraEnv...)
+	p := &proc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1)}
+	cmd.Stdout = lockedWriter{p.mu, p.out}
+	cmd.Stderr = lockedWriter{p.mu, p.out}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	e.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *proc) stop(t *testing.T) int {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Minute):
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("cdcsync did not stop within 2 minutes of SIGTERM; output:\n%s", p.output())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// kill sends SIGKILL and waits.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// exited reports whether the process ended by itself.
+func (p *proc) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// openLake opens the test's catalog and warehouse like cdcsync does.
+func (e *env) openLake() *lake.Lake {
+	e.t.Helper()
+	lk, err := lake.Open(context.Background(), e.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { lk.Close() })
+	return lk
+}
+
+// gtidPos is the server's current GTID position.
+func gtidPos(t *testing.T) string {
+	t.Helper()
+	r, err := db.Query("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.GetString(0, 0)
+	return strings.Clone(s)
+}
+
+// waitCaughtUp waits until the pipeline's checkpoint covers the server's
+// current GTID position, or fails with the process output.
+func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
+	e.t.Helper()
+	target := gtidPos(e.t)
+	lk := e.openLake()
+	deadline := time.Now().Add(timeout)
+	for {
+		ck, ok, err := lk.LoadCheckpoint(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if ok && coversAll(e.t, ck.Pos, target) {
+			return
+		}
+		if p != nil && p.exited() {
+			e.t.Fatalf("cdcsync exited before catching up to %s; output:\n%s", target, p.output())
+		}
+		if time.Now().After(deadline) {
+			out := ""
+			if p != nil {
+				out = p.output()
+			}
+			e.t.Fatalf("cdcsync did not catch up to %s within %s (checkpoint %+v); output:\n%s", target, timeout, ck, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func coversAll(t *testing.T, pos cdcsync.Position, target string) bool {
+	for _, g := range strings.Split(target, ",") {
+		if g == "" {
+			continue
+		}
+		ok, err := pos.Covers(&cdcsync.Txn{GTID: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// mysqlRows reads a table from MariaDB as canonical rows, sorted by key.
+func mysqlRows(t *testing.T, ts *cdcsync.TableSchema) []cdcsync.Row {
+	t.Helper()
+	src := config.Source{Host: "127.0.0.1", Port: db.Port, User: testenv.ReplUser, Password: config.Secret(testenv.ReplPassword),
+		ConnectTimeout: config.Duration{Duration: 10 * time.Second}, TLS: config.TLS{Mode: config.TLSDisabled}}
+	snap, err := capture.BeginSnapshot(context.Background(), &src, cdcsync.FlavorMariaDB, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	var rows []cdcsync.Row
+	if err := snap.Copy(context.Background(), ts, func(r cdcsync.Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	cdcsync.SortRows(ts, rows)
+	return rows
+}
+
+// assertMirrors checks that the Iceberg table equals the MySQL table row for
+// row: no missing, no duplicate and no stale row.
+func (e *env) assertMirrors(table string) {
+	e.t.Helper()
+	ctx := context.Background()
+	lk := e.openLake()
+	conn, err := db.Connect(testenv.RootUser, "", "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ts, err := capture.LoadSchema(ctx, conn, cdcsync.TableID{Database: e.dbName, Table: table})
+	conn.Close()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want := mysqlRows(e.t, ts)
+	tbl, err := lk.LoadTable(ctx, lk.Identifier(e.dbName, table))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got, err := lake.ReadRows(ctx, tbl, ts, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cdcsync.SortRows(ts, got)
+	if len(got) != len(want) {
+		e.t.Errorf("%s.%s: Iceberg has %d rows, MySQL %d", e.dbName, table, len(got), len(want))
+	}
+	diffRows(e.t, ts, want, got)
+}
+
+func diffRows(t *testing.T, ts *cdcsync.TableSchema, want, got []cdcsync.Row) {
+	t.Helper()
+	i, j, shown := 0, 0, 0
+	for (i < len(want) || j < len(got)) && shown < 10 {
+		switch {
+		case j >= len(got) || (i < len(want) && cdcsync.CompareKeys(ts, want[i], got[j]) < 0):
+			t.Errorf("%s: missing row %s", ts.ID, fmtRow(ts, want[i]))
+			i++
+			shown++
+		case i >= len(want) || cdcsync.CompareKeys(ts, want[i], got[j]) > 0:
+			t.Errorf("%s: extra or duplicate row %s", ts.ID, fmtRow(ts, got[j]))
+			j++
+			shown++
+		default:
+			if !reflect.DeepEqual(want[i], got[j]) {
+				t.Errorf("%s: stale row\n  MySQL:   %s\n  Iceberg: %s", ts.ID, fmtRow(ts, want[i]), fmtRow(ts, got[j]))
+				shown++
+			}
+			i++
+			j++
+		}
+	}
+}
+
+func fmtRow(ts *cdcsync.TableSchema, r cdcsync.Row) string {
+	parts := make([]string, len(r))
+	for i, v := range r {
+		parts[i] = ts.Columns[i].Name + "=" + cdcsync.Format(ts.Columns[i].Kind, v)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// runCLI runs a cdcsync subcommand to completion.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	out, _ := cmd.CombinedOutput()
+	return string(out), cmd.ProcessState.ExitCode()
+}

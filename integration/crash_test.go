@@ -15,7 +15,7 @@ import (
 // equal MySQL: no duplicate, no missing and no stale row.
 func TestCrashRecovery(t *testing.T) {
 	const dbName = "it_crash"
-	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName), extra: "epoch:\n  interval: 200ms\n  commit_concurrency: 1"})
+	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName), epoch: "interval: 200ms\n  commit_concurrency: 1"})
 	createWorkloadSchema(t, dbName)
 	seed := uint64(time.Now().UnixNano())
 	w := newWorkload(t, dbName, seed)

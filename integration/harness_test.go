@@ -37,6 +37,7 @@ type envOptions struct {
 	onMinIO bool
 	tables  string // extra YAML for the tables: section
 	extra   string // extra top-level YAML
+	epoch   string // the epoch: section's body; default "interval: 300ms"
 }
 
 var serverIDs = struct {
@@ -52,6 +53,9 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 	sid := serverIDs.next
 	serverIDs.Unlock()
 	e := &env{t: t, dir: dir, dbName: dbName, serverID: sid}
+	if o.epoch == "" {
+		o.epoch = "interval: 300ms"
+	}
 	mustExec(t, "DROP DATABASE IF EXISTS "+dbName)
 	mustExec(t, "CREATE DATABASE "+dbName)
 	warehouse := "location: " + filepath.Join(dir, "warehouse")
@@ -85,13 +89,13 @@ catalog:
     driver: sqlite
     dsn: %s
 epoch:
-  interval: 300ms
+  %s
 http:
   listen: "off"
 %s
 %s
 `, strings.ReplaceAll(dbName, "_", "-"), db.Port, testenv.ReplUser, sid, dbName, warehouse,
-		filepath.Join(dir, "catalog.db"), o.tables, o.extra)
+		filepath.Join(dir, "catalog.db"), o.epoch, o.tables, o.extra)
 	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,738 @@
+package capture
+
+// Tests against a real MariaDB started by integration/testenv: the binlog
+// and the snapshot decode to identical canonical values, the preflight
+// checks find what they should, connections, TLS and schemas.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/integration/testenv"
+)
+
+// Environment of the child process that reruns the fidelity test with
+// TZ=America/New_York against the parent's server.
+const (
+	rdbEnvAddr = "CDCSYNC_CAPTURE_TEST_MARIADB" // host:port of the parent's server
+	rdbEnvDB   = "CDCSYNC_CAPTURE_TEST_DB"
+)
+
+func rdbStart(t *testing.T, extra ...string) *testenv.MariaDB {
+	t.Helper()
+	db, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: extra})
+	if err != nil {
+		t.Fatalf("start MariaDB: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Stop(); err != nil {
+			t.Errorf("stop MariaDB: %v", err)
+		}
+	})
+	return db
+}
+
+func rdbSource(host string, port int, user, password string) *config.Source {
+	return &config.Source{Host: host, Port: port, User: user, Password: config.Secret(password), ServerID: 4242,
+		ConnectTimeout: config.Duration{Duration: 10 * time.Second}}
+}
+
+func rdbConnect(t *testing.T, src *config.Source) *client.Conn {
+	t.Helper()
+	conn, err := Connect(context.Background(), src)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func rdbExec(t *testing.T, conn *client.Conn, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := conn.Execute(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func rdbQueryString(t *testing.T, conn *client.Conn, q string) string {
+	t.Helper()
+	r, err := conn.Execute(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if len(r.Values) == 0 {
+		t.Fatalf("%s: no row", q)
+	}
+	return connText(r.Values[0][0])
+}
+
+func TestRealMariaDB(t *testing.T) {
+	if addr := os.Getenv(rdbEnvAddr); addr != "" {
+		// Child: only the fidelity test, against the parent's server, in
+		// the time zone the parent chose.
+		host, portText, _ := strings.Cut(addr, ":")
+		port, _ := strconv.Atoi(portText)
+		t.Run("fidelity", func(t *testing.T) { rdbFidelity(t, host, port, os.Getenv(rdbEnvDB)) })
+		return
+	}
+	pki := connNewPKI(t, t.TempDir())
+	db := rdbStart(t, "--default-time-zone=+08:00",
+		"--ssl-ca="+pki.CA, "--ssl-cert="+pki.ServerCert, "--ssl-key="+pki.ServerKey)
+
+	t.Run("fidelity", func(t *testing.T) { rdbFidelity(t, db.Host, db.Port, "fid_utc") })
+	t.Run("fidelity_new_york", func(t *testing.T) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRealMariaDB$/^fidelity$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "TZ=America/New_York", rdbEnvAddr+"="+db.Addr(), rdbEnvDB+"=fid_ny")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestRealMariaDB/fidelity") {
+			t.Fatalf("the fidelity test with TZ=America/New_York failed (%v):\n%s", err, out)
+		}
+	})
+	t.Run("connect", func(t *testing.T) { rdbConnectTests(t, db, pki) })
+	t.Run("schema", func(t *testing.T) { rdbSchemaTests(t, db) })
+	t.Run("preflight", func(t *testing.T) { rdbPreflightTests(t, db) })
+}
+
+// TestRealMariaDBWithoutBinlog checks a server started with --skip-log-bin
+// and without TLS.
+func TestRealMariaDBWithoutBinlog(t *testing.T) {
+	if os.Getenv(rdbEnvAddr) != "" {
+		t.Skip("child process of TestRealMariaDB")
+	}
+	db := rdbStart(t, "--skip-log-bin")
+	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, root, "CREATE DATABASE nb", "CREATE TABLE nb.t (id INT PRIMARY KEY, v VARCHAR(10))")
+	src := rdbSource(db.Host, db.Port, "root", "")
+	src.Include = []string{"nb.*"}
+	fs, schemas, err := Preflight(context.Background(), root, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := Failed(fs)
+	if len(failed) != 1 || failed[0].Check != "binlog" {
+		t.Fatalf("want exactly the binlog finding, got %v", failed)
+	}
+	want := fmt.Sprintf("the binary log is off on %s; cdcsync reads it as a replica: start the server with log_bin", db.Addr())
+	if !strings.HasPrefix(failed[0].Message, want) {
+		t.Errorf("message %q\nwant prefix %q", failed[0].Message, want)
+	}
+	if len(schemas) != 1 || schemas[0].ID.String() != "nb.t" {
+		t.Errorf("schemas: %v", schemas)
+	}
+
+	// TLS: this server has none.
+	src.TLS.Mode = "required"
+	_, err = Connect(context.Background(), src)
+	if err == nil || !strings.Contains(err.Error(), "does not offer TLS") || !strings.Contains(err.Error(), db.Addr()) {
+		t.Errorf("required TLS against a server without TLS: %v", err)
+	}
+	src.TLS.Mode = "preferred"
+	conn := rdbConnect(t, src)
+	if c := rdbQueryString(t, conn, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'"); c != "" {
+		t.Errorf("preferred: cipher %q on a server without TLS", c)
+	}
+}
+
+// rdbFidelity creates a table with one column of every supported type, fills
+// it with edge rows and checks that the binlog and a SELECT decode to the
+// same canonical values, equal to expected constants.
+func rdbFidelity(t *testing.T, host string, port int, dbName string) {
+	ctx := context.Background()
+	if os.Getenv(rdbEnvAddr) != "" {
+		_, off := time.Date(2024, 1, 15, 12, 0, 0, 0, time.Local).Zone()
+		if off != -5*3600 {
+			t.Fatalf("the child runs with UTC offset %d, not America/New_York", off)
+		}
+	}
+	src := rdbSource(host, port, "root", "")
+	conn := rdbConnect(t, src)
+	if tz := rdbQueryString(t, conn, "SELECT @@global.time_zone"); tz != "+08:00" {
+		t.Fatalf("server time zone %q, want +08:00", tz)
+	}
+	q := func(s string) string { return strings.ReplaceAll(s, "DB", QuoteIdent(dbName)) }
+	rdbExec(t, conn, q("DROP DATABASE IF EXISTS DB"), q("CREATE DATABASE DB"), q(`CREATE TABLE DB.t (
+		id INT PRIMARY KEY,
+		ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
+		mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,
+		d1 DECIMAL(10,2), d2 DECIMAL(38,10), d3 DECIMAL(38,0), d4 DECIMAL(65,30),
+		f FLOAT, fd DOUBLE,
+		c CHAR(5), vc VARCHAR(20), tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
+		va VARCHAR(10) CHARACTER SET ascii, v3 VARCHAR(10) CHARACTER SET utf8mb3,
+		j JSON,
+		b BINARY(4), vb VARBINARY(8), tb TINYBLOB, bl BLOB, mb MEDIUMBLOB, lb LONGBLOB,
+		dt DATE, dtm DATETIME, dtm1 DATETIME(1), dtm2 DATETIME(2), dtm3 DATETIME(3), dtm4 DATETIME(4),
+		dtm5 DATETIME(5), dtm6 DATETIME(6),
+		ts TIMESTAMP NULL, ts1 TIMESTAMP(1) NULL, ts2 TIMESTAMP(2) NULL, ts3 TIMESTAMP(3) NULL,
+		ts4 TIMESTAMP(4) NULL, ts5 TIMESTAMP(5) NULL, ts6 TIMESTAMP(6) NULL
+	) CHARACTER SET utf8mb4`))
+
+	schema, err := LoadSchema(ctx, conn, cdcsync.TableID{Database: dbName, Table: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range schema.Columns {
+		if c.Kind == cdcsync.KindInvalid {
+			t.Fatalf("column %s (%s) not mapped", c.Name, c.ColumnType)
+		}
+	}
+
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil || len(r.Values) == 0 {
+		t.Fatalf("SHOW MASTER STATUS: %v", err)
+	}
+	startPos := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+
+	// The session keeps the server's time zone (+08:00): TIMESTAMP literals
+	// below are +08:00 wall clocks.
+	rows := []string{
+		// Minimum values.
+		`(1, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -9223372036854775808, 0,
+		  -99999999.99, -9999999999999999999999999999.9999999999, -99999999999999999999999999999999999999,
+		  -99999999999999999999999999999999999.999999999999999999999999999999,
+		  -3.40282e38, -1.7976931348623157e308,
+		  '', '', '', '', '', '', '', '', '[]',
+		  x'00', x'', x'', x'', x'', x'',
+		  '1000-01-01', '1000-01-01 00:00:00', '1000-01-01 00:00:00.1', '1000-01-01 00:00:00.01',
+		  '1000-01-01 00:00:00.001', '1000-01-01 00:00:00.0001', '1000-01-01 00:00:00.00001', '1000-01-01 00:00:00.000001',
+		  '1970-01-01 08:00:01', '1970-01-01 08:00:01.1', '1970-01-01 08:00:01.01', '1970-01-01 08:00:01.001',
+		  '1970-01-01 08:00:01.0001', '1970-01-01 08:00:01.00001', '1970-01-01 08:00:01.000001')`,
+		// Maximum values.
+		`(2, 127, 255, 32767, 65535, 8388607, 16777215, 2147483647, 4294967295, 9223372036854775807, 18446744073709551615,
+		  99999999.99, 9999999999999999999999999999.9999999999, 99999999999999999999999999999999999999,
+		  99999999999999999999999999999999999.999999999999999999999999999999,
+		  3.40282e38, 1.7976931348623157e308,
+		  'abcde', 'x😀y', '😀', 'héllo 😀', 'mt', 'lt', 'ascii~', 'utf8mb3é', '{"b": 1, "a": [1.0, 2]}',
+		  x'01000000', x'6100', x'00', x'00ff00', x'ff', x'0000',
+		  '9999-12-31', '9999-12-31 23:59:59', '9999-12-31 23:59:59.9', '9999-12-31 23:59:59.99',
+		  '9999-12-31 23:59:59.999', '9999-12-31 23:59:59.9999', '9999-12-31 23:59:59.99999', '9999-12-31 23:59:59.999999',
+		  '2038-01-19 11:14:07', '2038-01-19 11:14:07.9', '2038-01-19 11:14:07.99', '2038-01-19 11:14:07.999',
+		  '2038-01-19 11:14:07.9999', '2038-01-19 11:14:07.99999', '2038-01-19 11:14:07.999999')`,
+		// In between: zeros, pre-1970, inexact floats, a New York DST day.
+		`(3, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+		  0, -0.0000000001, 0, -0.000000000000000000000000000001,
+		  3.1415927, 0.1,
+		  'ab  ', '', 't', 'tx', 'm', 'l', '', '', '"x"',
+		  x'61', x'610000', x'0000', x'', x'00', x'',
+		  '1969-12-31', '1969-12-31 23:59:59', '1969-12-31 23:59:59.9', '1969-12-31 23:59:59.99',
+		  '1969-12-31 23:59:59.999', '1969-12-31 23:59:59.9999', '1969-12-31 23:59:59.99999', '1969-07-20 20:17:40.000001',
+		  '2024-03-10 15:30:00', '2024-03-10 15:30:00.5', '2024-03-10 15:30:00.25', '2024-03-10 15:30:00.125',
+		  '2024-11-03 14:30:00.0625', '2024-11-03 14:30:00.03125', '2024-11-03 14:30:00.015625')`,
+		// NULL everywhere but the key.
+		`(4` + strings.Repeat(", NULL", len(schema.Columns)-1) + `)`,
+		// float inexact in text (16777217 is stored as 16777216).
+		`(5, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		  16777217, 1e-7` + strings.Repeat(", NULL", len(schema.Columns)-17) + `)`,
+	}
+	rdbExec(t, conn, q("INSERT INTO DB.t VALUES ")+strings.Join(rows, ",\n"))
+
+	// Zero dates, in a table of their own.
+	rdbExec(t, conn, "SET SESSION sql_mode = ''",
+		q("CREATE TABLE DB.z (id INT PRIMARY KEY, d DATE, dt DATETIME(3), ts TIMESTAMP NULL, dm DATE)"),
+		q("INSERT INTO DB.z VALUES (1, '0000-00-00', '0000-00-00 00:00:00.000', '0000-00-00 00:00:00', '2024-00-10')"),
+		"SET SESSION sql_mode = DEFAULT")
+	zschema, err := LoadSchema(ctx, conn, cdcsync.TableID{Database: dbName, Table: "z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Binlog.
+	binlogRows := rdbReadBinlog(t, host, port, startPos, map[string]int{"t": len(rows), "z": 1}, dbName)
+	binlogDecoded := map[int32]cdcsync.Row{}
+	for _, raw := range binlogRows["t"] {
+		row, err := DecodeBinlogRow(schema, raw)
+		if err != nil {
+			t.Fatalf("DecodeBinlogRow(%v): %v", raw, err)
+		}
+		binlogDecoded[row[0].(int32)] = row
+	}
+
+	// Snapshot.
+	snap := rdbConnect(t, src)
+	rdbExec(t, snap, SnapshotSessionSQL...)
+	snapDecoded := map[int32]cdcsync.Row{}
+	var res mysql.Result
+	err = snap.ExecuteSelectStreaming("SELECT "+SelectList(schema)+" FROM "+QuoteIdent(dbName)+".t ORDER BY id", &res,
+		func(raw []mysql.FieldValue) error {
+			row, err := DecodeSnapshotRow(schema, raw)
+			if err != nil {
+				return err
+			}
+			snapDecoded[row[0].(int32)] = row
+			return nil
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(binlogDecoded) != len(rows) || len(snapDecoded) != len(rows) {
+		t.Fatalf("rows: binlog %d, snapshot %d, want %d", len(binlogDecoded), len(snapDecoded), len(rows))
+	}
+	for id, b := range binlogDecoded {
+		s := snapDecoded[id]
+		for i, c := range schema.Columns {
+			if !reflect.DeepEqual(b[i], s[i]) {
+				t.Errorf("row %d column %s (%s): binlog %T %#v, snapshot %T %#v", id, c.Name, c.ColumnType, b[i], b[i], s[i], s[i])
+			}
+		}
+	}
+
+	// Expected constants for a selection of columns.
+	micros := func(y int, m time.Month, d, hh, mm, ss, us int) int64 {
+		return time.Date(y, m, d, hh, mm, ss, us*1000, time.UTC).UnixMicro()
+	}
+	days := func(y int, m time.Month, d int) int32 {
+		return int32(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+	}
+	want := map[int32]map[string]any{
+		1: {"ti": int32(-128), "si": int32(-32768), "mi": int32(-8388608), "i": int32(math.MinInt32), "bi": int64(math.MinInt64),
+			"biu": "0", "d1": "-99999999.99", "d2": "-9999999999999999999999999999.9999999999",
+			"d3": "-99999999999999999999999999999999999999",
+			"d4": "-99999999999999999999999999999999999.999999999999999999999999999999",
+			"f":  float32(-3.40282e38), "fd": -math.MaxFloat64,
+			"c": "", "j": "[]", "b": []byte{0, 0, 0, 0}, "vb": []byte{},
+			"dt": days(1000, 1, 1), "dtm": micros(1000, 1, 1, 0, 0, 0, 0), "dtm1": micros(1000, 1, 1, 0, 0, 0, 100000),
+			"dtm6": micros(1000, 1, 1, 0, 0, 0, 1),
+			"ts": int64(1_000_000), "ts1": int64(1_100_000), "ts2": int64(1_010_000), "ts3": int64(1_001_000),
+			"ts4": int64(1_000_100), "ts5": int64(1_000_010), "ts6": int64(1_000_001)},
+		2: {"ti": int32(127), "tiu": int32(255), "siu": int32(65535), "miu": int32(16777215), "iu": int64(math.MaxUint32),
+			"bi": int64(math.MaxInt64), "biu": "18446744073709551615", "d1": "99999999.99",
+			"f": float32(3.40282e38), "fd": math.MaxFloat64,
+			"c": "abcde", "vc": "x😀y", "tt": "😀", "tx": "héllo 😀", "va": "ascii~", "v3": "utf8mb3é",
+			"j": `{"b": 1, "a": [1.0, 2]}`, // MariaDB JSON is a LONGTEXT: verbatim
+			"b": []byte{1, 0, 0, 0}, "vb": []byte("a\x00"), "tb": []byte{0}, "bl": []byte{0, 0xff, 0}, "lb": []byte{0, 0},
+			"dt": days(9999, 12, 31), "dtm": micros(9999, 12, 31, 23, 59, 59, 0), "dtm3": micros(9999, 12, 31, 23, 59, 59, 999000),
+			"dtm6": micros(9999, 12, 31, 23, 59, 59, 999999),
+			"ts": int64(2147483647_000000), "ts1": int64(2147483647_900000), "ts6": int64(2147483647_999999)},
+		3: {"d2": "-0.0000000001", "d4": "-0.000000000000000000000000000001", "d1": "0.00",
+			"f": float32(3.1415927), "fd": 0.1, "c": "ab", "b": []byte("a\x00\x00\x00"), "vb": []byte("a\x00\x00"),
+			"dt": int32(-1), "dtm": int64(-1_000_000), "dtm1": int64(-100_000), "dtm6": micros(1969, 7, 20, 20, 17, 40, 1),
+			"ts": micros(2024, 3, 10, 7, 30, 0, 0), "ts1": micros(2024, 3, 10, 7, 30, 0, 500000),
+			"ts6": micros(2024, 11, 3, 6, 30, 0, 15625)},
+		4: {"ti": nil, "biu": nil, "d1": nil, "f": nil, "vc": nil, "b": nil, "dt": nil, "dtm6": nil, "ts6": nil, "j": nil},
+		5: {"f": float32(16777216), "fd": 1e-7},
+	}
+	for id, cols := range want {
+		for name, w := range cols {
+			i := schema.ColumnIndex(name)
+			if got := binlogDecoded[id][i]; !reflect.DeepEqual(got, w) {
+				t.Errorf("row %d column %s: got %T %#v, want %T %#v", id, name, got, got, w, w)
+			}
+		}
+	}
+
+	// Zero dates fail on both paths, naming the table and column.
+	if len(binlogRows["z"]) != 1 {
+		t.Fatalf("binlog rows of z: %d", len(binlogRows["z"]))
+	}
+	zraw := binlogRows["z"][0]
+	var zsnap []mysql.FieldValue
+	err = snap.ExecuteSelectStreaming("SELECT "+SelectList(zschema)+" FROM "+QuoteIdent(dbName)+".z", &res,
+		func(raw []mysql.FieldValue) error {
+			for _, v := range raw {
+				zsnap = append(zsnap, mysql.NewFieldValue(v.Type, v.AsUint64(), append([]byte(nil), v.AsString()...)))
+			}
+			return nil
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zwant := map[string]string{"d": "0000-00-00", "dt": "0000-00-00 00:00:00.000", "ts": "0000-00-00 00:00:00", "dm": "2024-00-10"}
+	for name, value := range zwant {
+		i := zschema.ColumnIndex(name)
+		one := &cdcsync.TableSchema{ID: zschema.ID, Columns: []cdcsync.Column{zschema.Columns[i]}}
+		msg := fmt.Sprintf("zero date %q in %s.z.%s cannot be stored in Iceberg", value, dbName, name)
+		if _, err := DecodeBinlogRow(one, []any{zraw[i]}); err == nil || err.Error() != msg {
+			t.Errorf("binlog %s (%T %v): %v, want %s", name, zraw[i], zraw[i], err, msg)
+		}
+		if _, err := DecodeSnapshotRow(one, []mysql.FieldValue{zsnap[i]}); err == nil || err.Error() != msg {
+			t.Errorf("snapshot %s: %v, want %s", name, err, msg)
+		}
+	}
+}
+
+// rdbReadBinlog reads the rows of the INSERTs (WRITE_ROWS events) into the
+// tables of db from start, until it has want[table] rows of each.
+func rdbReadBinlog(t *testing.T, host string, port int, start mysql.Position, want map[string]int, db string) map[string][][]any {
+	t.Helper()
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:   uint32(100000 + os.Getpid()%100000),
+		Flavor:     "mariadb",
+		Host:       host,
+		Port:       uint16(port),
+		User:       "root",
+		ParseTime:  true,
+		UseDecimal: true,
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	defer syncer.Close()
+	streamer, err := syncer.StartSync(start)
+	if err != nil {
+		t.Fatalf("StartSync: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := map[string][][]any{}
+	done := func() bool {
+		for table, n := range want {
+			if len(got[table]) < n {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			t.Fatalf("reading the binlog: %v (have %v rows)", err, len(got))
+		}
+		re, ok := ev.Event.(*replication.RowsEvent)
+		if !ok || string(re.Table.Schema) != db {
+			continue
+		}
+		switch ev.Header.EventType {
+		case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2:
+		default:
+			continue
+		}
+		table := string(re.Table.Table)
+		got[table] = append(got[table], re.Rows...)
+	}
+	return got
+}
+
+func rdbConnectTests(t *testing.T, db *testenv.MariaDB, pki connTestPKI) {
+	ctx := context.Background()
+	src := rdbSource(db.Host, db.Port, "root", "")
+	conn := rdbConnect(t, src)
+	r, err := conn.Execute("SELECT @@character_set_client, @@character_set_connection, @@character_set_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range r.Values[0] {
+		if connText(v) != "utf8mb4" {
+			t.Errorf("character set variable %d is %q, want utf8mb4", i, connText(v))
+		}
+	}
+
+	// Wrong password: the message names the server and the user, not the password.
+	bad := rdbSource(db.Host, db.Port, testenv.ReplUser, connTestPassword)
+	_, err = Connect(ctx, bad)
+	connAssertNoPassword(t, err)
+	for _, w := range []string{db.Addr(), `"` + testenv.ReplUser + `"`, "access denied", "source.password"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("wrong password: %q lacks %q", err, w)
+		}
+	}
+	var myErr *mysql.MyError
+	if !errors.As(err, &myErr) || myErr.Code != mysql.ER_ACCESS_DENIED_ERROR {
+		t.Errorf("wrong password: the server's error is not reachable with errors.As: %v", err)
+	}
+	// The password read from a file.
+	pwFile := t.TempDir() + "/pw"
+	if err := os.WriteFile(pwFile, []byte(testenv.ReplPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := rdbSource(db.Host, db.Port, testenv.ReplUser, "")
+	good.PasswordFile = pwFile
+	rdbConnect(t, good)
+
+	cipher := func(conn *client.Conn) string {
+		return rdbQueryString(t, conn, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'")
+	}
+	tlsSrc := func(mode string) *config.Source {
+		s := rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword)
+		s.TLS = config.TLS{Mode: mode, CAFile: pki.CA}
+		return s
+	}
+	for _, mode := range []string{"preferred", "required", "verify-ca", "verify-full"} {
+		if c := cipher(rdbConnect(t, tlsSrc(mode))); c == "" {
+			t.Errorf("mode %s: no TLS", mode)
+		}
+	}
+	if c := cipher(rdbConnect(t, tlsSrc("disabled"))); c != "" {
+		t.Errorf("mode disabled: cipher %s", c)
+	}
+	s := tlsSrc("verify-full")
+	s.TLS.ServerName = "localhost"
+	s.TLS.CertFile, s.TLS.KeyFile = pki.ClientCert, pki.ClientKey
+	if c := cipher(rdbConnect(t, s)); c == "" {
+		t.Error("verify-full with server_name and a client certificate: no TLS")
+	}
+	s = tlsSrc("verify-full")
+	s.Password = connTestPassword
+	s.TLS.ServerName = "db.example.com"
+	_, err = Connect(ctx, s)
+	connAssertNoPassword(t, err)
+	if !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "server_name") {
+		t.Errorf("verify-full with a wrong name: %v", err)
+	}
+	other := connNewPKI(t, t.TempDir())
+	s = tlsSrc("verify-ca")
+	s.TLS.CAFile = other.CA
+	if _, err = Connect(ctx, s); err == nil || !strings.Contains(err.Error(), other.CA) {
+		t.Errorf("verify-ca with another CA: %v", err)
+	}
+}
+
+func rdbSchemaTests(t *testing.T, db *testenv.MariaDB) {
+	ctx := context.Background()
+	conn := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, conn, "CREATE DATABASE sch", "CREATE DATABASE sch2",
+		"CREATE TABLE sch.a (b INT NOT NULL, a INT UNSIGNED NOT NULL, c VARCHAR(10) NOT NULL, d DECIMAL(12,3), e ENUM('x','y'), PRIMARY KEY (c, a))",
+		"CREATE TABLE sch.b (id BIGINT UNSIGNED PRIMARY KEY)",
+		"CREATE TABLE sch.skip (id INT PRIMARY KEY)",
+		"CREATE TABLE sch.ex1 (id INT PRIMARY KEY)",
+		"CREATE VIEW sch.v AS SELECT * FROM sch.b",
+		"CREATE TABLE sch2.c (id INT PRIMARY KEY)",
+		"CREATE SEQUENCE sch.seq",
+	)
+	src := rdbSource(db.Host, db.Port, "root", "")
+	src.Include = []string{"sch*.*", "!sch.skip"}
+	src.Exclude = []string{"sch.ex*"}
+	ids, err := ListTables(ctx, conn, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs := []cdcsync.TableID{{Database: "sch", Table: "a"}, {Database: "sch", Table: "b"}, {Database: "sch2", Table: "c"}}
+	if !reflect.DeepEqual(ids, wantIDs) {
+		t.Errorf("ListTables = %v, want %v", ids, wantIDs)
+	}
+
+	s, err := LoadSchema(ctx, conn, cdcsync.TableID{Database: "sch", Table: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &cdcsync.TableSchema{
+		ID: cdcsync.TableID{Database: "sch", Table: "a"},
+		Columns: []cdcsync.Column{
+			{Name: "b", DataType: "int", ColumnType: "int(11)", Kind: cdcsync.KindInt32},
+			{Name: "a", DataType: "int", ColumnType: "int(10) unsigned", Kind: cdcsync.KindInt64, Unsigned: true},
+			{Name: "c", DataType: "varchar", ColumnType: "varchar(10)", Kind: cdcsync.KindString},
+			{Name: "d", DataType: "decimal", ColumnType: "decimal(12,3)", Kind: cdcsync.KindDecimal, Nullable: true, Precision: 12, Scale: 3},
+			{Name: "e", DataType: "enum", ColumnType: "enum('x','y')", Kind: cdcsync.KindInvalid, Nullable: true},
+		},
+		PrimaryKey: []int{2, 1},
+	}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("LoadSchema =\n%+v\nwant\n%+v", s, want)
+	}
+	all, err := LoadSchemas(ctx, conn, []cdcsync.TableID{{Database: "sch2", Table: "c"}, {Database: "sch", Table: "b"}})
+	if err != nil || len(all) != 2 || all[0].ID.Table != "c" || all[1].Columns[0].Kind != cdcsync.KindDecimal || !reflect.DeepEqual(all[1].PrimaryKey, []int{0}) {
+		t.Errorf("LoadSchemas = %+v, %v", all, err)
+	}
+	_, err = LoadSchema(ctx, conn, cdcsync.TableID{Database: "sch", Table: "nope"})
+	if err == nil || !strings.Contains(err.Error(), "sch.nope does not exist") {
+		t.Errorf("missing table: %v", err)
+	}
+	// A cancelled context stops a query.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := LoadSchema(cctx, conn, cdcsync.TableID{Database: "sch", Table: "a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled LoadSchema: %v", err)
+	}
+}
+
+func rdbPreflightTests(t *testing.T, db *testenv.MariaDB) {
+	ctx := context.Background()
+	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, root,
+		"CREATE DATABASE pf_good",
+		"CREATE TABLE pf_good.t (id INT PRIMARY KEY, v VARCHAR(10), d DATETIME(6), j JSON)",
+		"CREATE TABLE pf_good.u (a INT, b INT, PRIMARY KEY (a, b))",
+		"CREATE DATABASE pf_bad",
+		"CREATE TABLE pf_bad.t_nopk (a INT)",
+		"CREATE TABLE pf_bad.t_enum (id INT PRIMARY KEY, status ENUM('a','b'))",
+		"CREATE TABLE pf_bad.t_latin (id INT PRIMARY KEY, name VARCHAR(10) CHARACTER SET latin1)",
+		"CREATE TABLE pf_bad.t_ok (id INT PRIMARY KEY)",
+		"CREATE USER 'pf_sel'@'%' IDENTIFIED BY 'pf-sel-pw'",
+		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'pf_sel'@'%'",
+		"GRANT SELECT ON pf_good.* TO 'pf_sel'@'%'",
+	)
+	repl := rdbConnect(t, rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword))
+	goodSrc := func() *config.Source {
+		s := rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword)
+		s.Include = []string{"pf_good.*"}
+		return s
+	}
+	run := func(conn *client.Conn, src *config.Source) ([]Finding, []*cdcsync.TableSchema) {
+		t.Helper()
+		fs, schemas, err := Preflight(ctx, conn, src)
+		if err != nil {
+			t.Fatalf("Preflight: %v", err)
+		}
+		return fs, schemas
+	}
+	// expectFailed checks that exactly the listed checks fail, each with a
+	// message containing the given texts.
+	expectFailed := func(name string, fs []Finding, want map[string][]string) {
+		t.Helper()
+		failed := Failed(fs)
+		count := map[string]int{}
+		for _, f := range failed {
+			count[f.Check]++
+		}
+		for check := range count {
+			if _, ok := want[check]; !ok {
+				t.Errorf("%s: unexpected failing finding %s", name, check)
+			}
+		}
+		for check, texts := range want {
+			var msgs []string
+			for _, f := range failed {
+				if f.Check == check {
+					msgs = append(msgs, f.Message)
+				}
+			}
+			if len(msgs) == 0 {
+				t.Errorf("%s: no failing %s finding; findings:\n%s", name, check, rdbFindings(fs))
+				continue
+			}
+			all := strings.Join(msgs, "\n")
+			for _, text := range texts {
+				if !strings.Contains(all, text) {
+					t.Errorf("%s: %s finding lacks %q:\n%s", name, check, text, all)
+				}
+			}
+		}
+	}
+
+	// A correctly configured server.
+	fs, schemas := run(repl, goodSrc())
+	expectFailed("good", fs, nil)
+	if len(schemas) != 2 || schemas[0].ID.Table != "t" || schemas[1].ID.Table != "u" {
+		t.Errorf("schemas: %+v", schemas)
+	}
+	checks := map[string]bool{}
+	for _, f := range fs {
+		if f.OK {
+			checks[f.Check] = true
+		}
+	}
+	for _, c := range []string{"version", "binlog", "binlog_format", "binlog_row_image", "binlog_row_metadata", "privileges", "server_id", "tables", "primary_key", "column_types", "gtid"} {
+		if !checks[c] {
+			t.Errorf("good: no OK finding for %s:\n%s", c, rdbFindings(fs))
+		}
+	}
+	t.Logf("findings on a good server:\n%s", rdbFindings(fs))
+
+	// Dynamic binlog settings, one at a time.
+	addr := db.Addr()
+	for _, tc := range []struct{ variable, bad, good, check, msg string }{
+		{"binlog_format", "STATEMENT", "ROW", "binlog_format",
+			"binlog_format is STATEMENT on " + addr + "; cdcsync needs ROW (row-based replication): SET GLOBAL binlog_format='ROW'"},
+		{"binlog_row_image", "MINIMAL", "FULL", "binlog_row_image",
+			"binlog_row_image is MINIMAL on " + addr + "; cdcsync needs FULL (whole rows before and after each change): SET GLOBAL binlog_row_image='FULL' (and in my.cnf)"},
+		{"binlog_row_metadata", "MINIMAL", "FULL", "binlog_row_metadata",
+			"binlog_row_metadata is MINIMAL on " + addr + "; cdcsync needs FULL (column names and signedness in the binlog): SET GLOBAL binlog_row_metadata='FULL' (and in my.cnf)"},
+	} {
+		rdbExec(t, root, fmt.Sprintf("SET GLOBAL %s = '%s'", tc.variable, tc.bad))
+		fs, _ := run(repl, goodSrc())
+		rdbExec(t, root, fmt.Sprintf("SET GLOBAL %s = '%s'", tc.variable, tc.good))
+		expectFailed(tc.variable, fs, map[string][]string{tc.check: {tc.msg}})
+	}
+
+	// A user with only SELECT.
+	noRepl := rdbConnect(t, rdbSource(db.Host, db.Port, testenv.NoReplUser, testenv.NoReplPassword))
+	src := goodSrc()
+	src.User, src.Password = testenv.NoReplUser, testenv.NoReplPassword
+	fs, _ = run(noRepl, src)
+	expectFailed("only SELECT", fs, map[string][]string{"privileges": {
+		"'cdcsync_noslave'@'%' on " + addr + " lacks REPLICATION SLAVE and BINLOG MONITOR",
+		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'cdcsync_noslave'@'%'",
+	}})
+
+	// A user without SELECT on some selected tables.
+	sel := rdbConnect(t, rdbSource(db.Host, db.Port, "pf_sel", "pf-sel-pw"))
+	src = rdbSource(db.Host, db.Port, "pf_sel", "pf-sel-pw")
+	src.Include = []string{"pf_good.*", "pf_bad.t_ok"}
+	fs, _ = run(sel, src)
+	expectFailed("no SELECT", fs, map[string][]string{"privileges": {
+		"lacks SELECT on 1 selected table(s) (pf_bad.t_ok)", "GRANT SELECT ON `pf_bad`.* TO 'pf_sel'@'%'",
+	}})
+
+	// Tables without a primary key and with unsupported columns.
+	src = goodSrc()
+	src.Include = []string{"pf_bad.*"}
+	fs, schemas = run(repl, src)
+	expectFailed("bad tables", fs, map[string][]string{
+		"primary_key": {`table pf_bad.t_nopk has no primary key; cdcsync needs one to apply updates and deletes: add "!pf_bad.t_nopk" to source.include or add a primary key`},
+		"column_types": {
+			`column pf_bad.t_enum.status has type enum('a','b'), which cdcsync does not map yet; exclude the table with "!pf_bad.t_enum" in source.include or drop the column`,
+			`column pf_bad.t_latin.name has type varchar(10) with character set latin1`,
+		},
+	})
+	n := 0
+	for _, f := range Failed(fs) {
+		if f.Check == "column_types" {
+			n++
+		}
+	}
+	if n != 2 || len(schemas) != 4 {
+		t.Errorf("bad tables: %d column_types findings (want 2), %d schemas (want 4)", n, len(schemas))
+	}
+	for _, s := range schemas {
+		if s.ID.Table == "t_enum" && s.Columns[1].Kind != cdcsync.KindInvalid {
+			t.Errorf("t_enum.status kind %s", s.Columns[1].Kind)
+		}
+	}
+
+	// Include patterns that match nothing.
+	src = goodSrc()
+	src.Include = []string{"nosuch.*", "pf_goood.*"}
+	fs, schemas = run(repl, src)
+	expectFailed("no tables", fs, map[string][]string{"tables": {
+		`source.include selects no table on ` + addr + `: "nosuch.*" and "pf_goood.*" matched no table`, "pf_good", "pf_bad",
+	}})
+	if len(schemas) != 0 {
+		t.Errorf("no tables: schemas %v", schemas)
+	}
+	// One typo among good patterns is a warning.
+	src.Include = []string{"pf_good.*", "pf_goood.*"}
+	fs, _ = run(repl, src)
+	expectFailed("typo", fs, nil)
+	warned := false
+	for _, f := range fs {
+		warned = warned || (f.Check == "tables" && f.Warning && strings.Contains(f.Message, `"pf_goood.*"`))
+	}
+	if !warned {
+		t.Errorf("typo: no warning:\n%s", rdbFindings(fs))
+	}
+
+	// server_id equal to the server's.
+	src = goodSrc()
+	src.ServerID = 1
+	fs, _ = run(repl, src)
+	expectFailed("server_id", fs, map[string][]string{"server_id": {"source.server_id 1 is the server_id of " + addr + " itself"}})
+
+	// ServerFlavor.
+	flavor, version, err := ServerFlavor(ctx, repl)
+	if err != nil || flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(version, "10.") {
+		t.Errorf("ServerFlavor = %s %s %v", flavor, version, err)
+	}
+}
+
+func rdbFindings(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("  " + f.String() + "\n")
+	}
+	return b.String()
+}

@@ -210,6 +210,11 @@ func connDial(ctx context.Context, addr, user, password string, tlsCfg *tls.Conf
 		return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	if err != nil {
+		if time.Now().After(connDeadlineOf(ctx)) {
+			// The socket's deadline (the same instant) may fire before ctx's
+			// timer; go-mysql then reports a bare "i/o timeout" string.
+			return nil, fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+		}
 		return nil, err
 	}
 	mu.Lock()
@@ -218,6 +223,14 @@ func connDial(ctx context.Context, addr, user, password string, tlsCfg *tls.Conf
 	}
 	mu.Unlock()
 	return conn, nil
+}
+
+func connDeadlineOf(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(time.Hour)
+	}
+	return d
 }
 
 // connExplain turns a connection failure into a sentence with the fix.
@@ -256,7 +269,7 @@ func connExplain(ctx context.Context, src *config.Source, addr, password string,
 		msg = fmt.Sprintf("%s: the TLS handshake failed (%s): check the server's TLS setup and source.tls", who, detail)
 	case errors.As(err, &dnsErr):
 		msg = fmt.Sprintf("%s: the host name cannot be resolved (%s): check source.host", who, dnsErr.Err)
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) || strings.Contains(detail, "i/o timeout"):
 		msg = fmt.Sprintf("%s: no answer within %s: check source.host and source.port, that the server is running and that no firewall blocks the port (or raise source.connect_timeout)", who, timeout)
 	case strings.Contains(detail, "connection refused"):
 		msg = fmt.Sprintf("%s: connection refused: nothing listens on that port; check source.host and source.port and that the server is running", who)
@@ -305,7 +318,7 @@ func connAbbrev(q string) string {
 }
 
 // connText returns the text of a result value: strings as they are,
-// numbers formatted, NULL as "" (use connIsNull to tell).
+// numbers formatted, NULL as "".
 func connText(fv mysql.FieldValue) string {
 	switch fv.Type {
 	case mysql.FieldValueTypeString:
@@ -319,8 +332,6 @@ func connText(fv mysql.FieldValue) string {
 	}
 	return ""
 }
-
-func connIsNull(fv mysql.FieldValue) bool { return fv.Type == mysql.FieldValueTypeNull }
 
 // QuoteIdent quotes a MySQL identifier with backquotes.
 func QuoteIdent(name string) string {

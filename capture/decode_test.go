@@ -25,23 +25,23 @@ func decTestCol(t *testing.T, dataType, columnType string) *cdcsync.Column {
 	return c
 }
 
-func fvSigned(n int64) mysql.FieldValue {
+func decFVSigned(n int64) mysql.FieldValue {
 	return mysql.NewFieldValue(mysql.FieldValueTypeSigned, uint64(n), nil)
 }
 
-func fvUnsigned(n uint64) mysql.FieldValue {
+func decFVUnsigned(n uint64) mysql.FieldValue {
 	return mysql.NewFieldValue(mysql.FieldValueTypeUnsigned, n, nil)
 }
 
-func fvFloat(f float64) mysql.FieldValue {
+func decFVFloat(f float64) mysql.FieldValue {
 	return mysql.NewFieldValue(mysql.FieldValueTypeFloat, math.Float64bits(f), nil)
 }
 
-func fvText(s string) mysql.FieldValue {
+func decFVText(s string) mysql.FieldValue {
 	return mysql.NewFieldValue(mysql.FieldValueTypeString, 0, []byte(s))
 }
 
-var fvNull = mysql.NewFieldValue(mysql.FieldValueTypeNull, 0, nil)
+var decFVNull = mysql.NewFieldValue(mysql.FieldValueTypeNull, 0, nil)
 
 type decCase struct {
 	name       string
@@ -69,106 +69,106 @@ func TestDecodeCanonicalValues(t *testing.T) {
 	pointOne, pointTwo := 0.1, 0.2
 	cases := []decCase{
 		// Integers, signed and unsigned, at both ends of every width.
-		{"tinyint min", "tinyint", "tinyint(4)", int8(-128), fvSigned(-128), false, int32(-128)},
-		{"tinyint max", "tinyint", "tinyint(4)", int8(127), fvSigned(127), false, int32(127)},
-		{"tinyint unsigned max", "tinyint", "tinyint(3) unsigned", uint8(255), fvUnsigned(255), false, int32(255)},
-		{"tinyint unsigned as signed", "tinyint", "tinyint(3) unsigned", int8(-1), fvUnsigned(255), false, int32(255)},
-		{"tinyint unsigned min", "tinyint", "tinyint(3) unsigned", uint8(0), fvUnsigned(0), false, int32(0)},
-		{"smallint min", "smallint", "smallint(6)", int16(-32768), fvSigned(-32768), false, int32(-32768)},
-		{"smallint max", "smallint", "smallint(6)", int16(32767), fvSigned(32767), false, int32(32767)},
-		{"smallint unsigned max", "smallint", "smallint(5) unsigned", uint16(65535), fvUnsigned(65535), false, int32(65535)},
-		{"smallint unsigned as signed", "smallint", "smallint(5) unsigned", int16(-1), fvUnsigned(65535), false, int32(65535)},
-		{"mediumint min", "mediumint", "mediumint(9)", int32(-8388608), fvSigned(-8388608), false, int32(-8388608)},
-		{"mediumint max", "mediumint", "mediumint(9)", int32(8388607), fvSigned(8388607), false, int32(8388607)},
-		{"mediumint unsigned max", "mediumint", "mediumint(8) unsigned", uint32(16777215), fvUnsigned(16777215), false, int32(16777215)},
-		{"mediumint unsigned sign-extended", "mediumint", "mediumint(8) unsigned", int32(-1), fvUnsigned(16777215), false, int32(16777215)},
-		{"int min", "int", "int(11)", int32(math.MinInt32), fvSigned(math.MinInt32), false, int32(math.MinInt32)},
-		{"int max", "int", "int(11)", int32(math.MaxInt32), fvSigned(math.MaxInt32), false, int32(math.MaxInt32)},
-		{"int unsigned max", "int", "int(10) unsigned", uint32(math.MaxUint32), fvUnsigned(math.MaxUint32), false, int64(math.MaxUint32)},
-		{"int unsigned as signed", "int", "int(10) unsigned", int32(-1), fvUnsigned(math.MaxUint32), false, int64(math.MaxUint32)},
-		{"bigint min", "bigint", "bigint(20)", int64(math.MinInt64), fvSigned(math.MinInt64), false, int64(math.MinInt64)},
-		{"bigint max", "bigint", "bigint(20)", int64(math.MaxInt64), fvSigned(math.MaxInt64), false, int64(math.MaxInt64)},
-		{"bigint unsigned max", "bigint", "bigint(20) unsigned", uint64(math.MaxUint64), fvUnsigned(math.MaxUint64), false, "18446744073709551615"},
-		{"bigint unsigned as signed", "bigint", "bigint(20) unsigned", int64(-1), fvUnsigned(math.MaxUint64), false, "18446744073709551615"},
-		{"bigint unsigned zero", "bigint", "bigint(20) unsigned", uint64(0), fvUnsigned(0), false, "0"},
-		{"bigint unsigned 2^63", "bigint", "bigint(20) unsigned", int64(math.MinInt64), fvUnsigned(1 << 63), false, "9223372036854775808"},
+		{"tinyint min", "tinyint", "tinyint(4)", int8(-128), decFVSigned(-128), false, int32(-128)},
+		{"tinyint max", "tinyint", "tinyint(4)", int8(127), decFVSigned(127), false, int32(127)},
+		{"tinyint unsigned max", "tinyint", "tinyint(3) unsigned", uint8(255), decFVUnsigned(255), false, int32(255)},
+		{"tinyint unsigned as signed", "tinyint", "tinyint(3) unsigned", int8(-1), decFVUnsigned(255), false, int32(255)},
+		{"tinyint unsigned min", "tinyint", "tinyint(3) unsigned", uint8(0), decFVUnsigned(0), false, int32(0)},
+		{"smallint min", "smallint", "smallint(6)", int16(-32768), decFVSigned(-32768), false, int32(-32768)},
+		{"smallint max", "smallint", "smallint(6)", int16(32767), decFVSigned(32767), false, int32(32767)},
+		{"smallint unsigned max", "smallint", "smallint(5) unsigned", uint16(65535), decFVUnsigned(65535), false, int32(65535)},
+		{"smallint unsigned as signed", "smallint", "smallint(5) unsigned", int16(-1), decFVUnsigned(65535), false, int32(65535)},
+		{"mediumint min", "mediumint", "mediumint(9)", int32(-8388608), decFVSigned(-8388608), false, int32(-8388608)},
+		{"mediumint max", "mediumint", "mediumint(9)", int32(8388607), decFVSigned(8388607), false, int32(8388607)},
+		{"mediumint unsigned max", "mediumint", "mediumint(8) unsigned", uint32(16777215), decFVUnsigned(16777215), false, int32(16777215)},
+		{"mediumint unsigned sign-extended", "mediumint", "mediumint(8) unsigned", int32(-1), decFVUnsigned(16777215), false, int32(16777215)},
+		{"int min", "int", "int(11)", int32(math.MinInt32), decFVSigned(math.MinInt32), false, int32(math.MinInt32)},
+		{"int max", "int", "int(11)", int32(math.MaxInt32), decFVSigned(math.MaxInt32), false, int32(math.MaxInt32)},
+		{"int unsigned max", "int", "int(10) unsigned", uint32(math.MaxUint32), decFVUnsigned(math.MaxUint32), false, int64(math.MaxUint32)},
+		{"int unsigned as signed", "int", "int(10) unsigned", int32(-1), decFVUnsigned(math.MaxUint32), false, int64(math.MaxUint32)},
+		{"bigint min", "bigint", "bigint(20)", int64(math.MinInt64), decFVSigned(math.MinInt64), false, int64(math.MinInt64)},
+		{"bigint max", "bigint", "bigint(20)", int64(math.MaxInt64), decFVSigned(math.MaxInt64), false, int64(math.MaxInt64)},
+		{"bigint unsigned max", "bigint", "bigint(20) unsigned", uint64(math.MaxUint64), decFVUnsigned(math.MaxUint64), false, "18446744073709551615"},
+		{"bigint unsigned as signed", "bigint", "bigint(20) unsigned", int64(-1), decFVUnsigned(math.MaxUint64), false, "18446744073709551615"},
+		{"bigint unsigned zero", "bigint", "bigint(20) unsigned", uint64(0), decFVUnsigned(0), false, "0"},
+		{"bigint unsigned 2^63", "bigint", "bigint(20) unsigned", int64(math.MinInt64), decFVUnsigned(1 << 63), false, "9223372036854775808"},
 
 		// Decimals.
-		{"decimal negative", "decimal", "decimal(10,2)", decimal.RequireFromString("-12.5"), fvText("-12.50"), false, "-12.50"},
-		{"decimal zero", "decimal", "decimal(10,2)", decimal.RequireFromString("0.00"), fvText("0.00"), false, "0.00"},
-		{"decimal small fraction", "decimal", "decimal(10,4)", decimal.RequireFromString("-0.0001"), fvText("-0.0001"), false, "-0.0001"},
-		{"decimal scale 0", "decimal", "decimal(5,0)", decimal.RequireFromString("-99999"), fvText("-99999"), false, "-99999"},
-		{"decimal max precision", "decimal", "decimal(38,0)", decimal.RequireFromString("99999999999999999999999999999999999999"), fvText("99999999999999999999999999999999999999"), false, "99999999999999999999999999999999999999"},
-		{"decimal 38,10 min", "decimal", "decimal(38,10)", decimal.RequireFromString("-9999999999999999999999999999.9999999999"), fvText("-9999999999999999999999999999.9999999999"), false, "-9999999999999999999999999999.9999999999"},
-		{"decimal 38,38", "decimal", "decimal(38,38)", decimal.RequireFromString("0.12345678901234567890123456789012345678"), fvText("0.12345678901234567890123456789012345678"), false, "0.12345678901234567890123456789012345678"},
-		{"decimal as string", "decimal", "decimal(10,3)", "-1.500", fvText("-1.500"), false, "-1.500"},
-		{"decimal 65 as string", "decimal", "decimal(65,30)", decimal.RequireFromString("-12345678901234567890123456789012345.123456789012345678901234567890"), fvText("-12345678901234567890123456789012345.123456789012345678901234567890"), false, "-12345678901234567890123456789012345.123456789012345678901234567890"},
-		{"decimal 65 small", "decimal", "decimal(65,30)", decimal.RequireFromString("-1.5"), fvText("-1.500000000000000000000000000000"), false, "-1.500000000000000000000000000000"},
+		{"decimal negative", "decimal", "decimal(10,2)", decimal.RequireFromString("-12.5"), decFVText("-12.50"), false, "-12.50"},
+		{"decimal zero", "decimal", "decimal(10,2)", decimal.RequireFromString("0.00"), decFVText("0.00"), false, "0.00"},
+		{"decimal small fraction", "decimal", "decimal(10,4)", decimal.RequireFromString("-0.0001"), decFVText("-0.0001"), false, "-0.0001"},
+		{"decimal scale 0", "decimal", "decimal(5,0)", decimal.RequireFromString("-99999"), decFVText("-99999"), false, "-99999"},
+		{"decimal max precision", "decimal", "decimal(38,0)", decimal.RequireFromString("99999999999999999999999999999999999999"), decFVText("99999999999999999999999999999999999999"), false, "99999999999999999999999999999999999999"},
+		{"decimal 38,10 min", "decimal", "decimal(38,10)", decimal.RequireFromString("-9999999999999999999999999999.9999999999"), decFVText("-9999999999999999999999999999.9999999999"), false, "-9999999999999999999999999999.9999999999"},
+		{"decimal 38,38", "decimal", "decimal(38,38)", decimal.RequireFromString("0.12345678901234567890123456789012345678"), decFVText("0.12345678901234567890123456789012345678"), false, "0.12345678901234567890123456789012345678"},
+		{"decimal as string", "decimal", "decimal(10,3)", "-1.500", decFVText("-1.500"), false, "-1.500"},
+		{"decimal 65 as string", "decimal", "decimal(65,30)", decimal.RequireFromString("-12345678901234567890123456789012345.123456789012345678901234567890"), decFVText("-12345678901234567890123456789012345.123456789012345678901234567890"), false, "-12345678901234567890123456789012345.123456789012345678901234567890"},
+		{"decimal 65 small", "decimal", "decimal(65,30)", decimal.RequireFromString("-1.5"), decFVText("-1.500000000000000000000000000000"), false, "-1.500000000000000000000000000000"},
 
 		// Floating point.
-		{"float pi", "float", "float", f32, fvFloat(float64(f32)), false, f32},
-		{"float max", "float", "float", float32(math.MaxFloat32), fvFloat(math.MaxFloat32), false, float32(math.MaxFloat32)},
-		{"float smallest", "float", "float", float32(math.SmallestNonzeroFloat32), fvFloat(math.SmallestNonzeroFloat32), false, float32(math.SmallestNonzeroFloat32)},
-		{"float +inf", "float", "float", float32(math.Inf(1)), fvFloat(math.Inf(1)), false, float32(math.Inf(1))},
-		{"float -inf", "float", "float", float32(math.Inf(-1)), fvFloat(math.Inf(-1)), false, float32(math.Inf(-1))},
-		{"double max", "double", "double", math.MaxFloat64, fvFloat(math.MaxFloat64), false, math.MaxFloat64},
-		{"double smallest", "double", "double", math.SmallestNonzeroFloat64, fvFloat(math.SmallestNonzeroFloat64), false, math.SmallestNonzeroFloat64},
-		{"double 0.1+0.2", "double", "double", pointOne + pointTwo, fvText("0.30000000000000004"), false, 0.30000000000000004},
-		{"double -inf", "double", "double", math.Inf(-1), fvFloat(math.Inf(-1)), false, math.Inf(-1)},
-		{"double trailing zero type", "double", "double", replication.FloatWithTrailingZero(2), fvFloat(2), false, 2.0},
+		{"float pi", "float", "float", f32, decFVFloat(float64(f32)), false, f32},
+		{"float max", "float", "float", float32(math.MaxFloat32), decFVFloat(math.MaxFloat32), false, float32(math.MaxFloat32)},
+		{"float smallest", "float", "float", float32(math.SmallestNonzeroFloat32), decFVFloat(math.SmallestNonzeroFloat32), false, float32(math.SmallestNonzeroFloat32)},
+		{"float +inf", "float", "float", float32(math.Inf(1)), decFVFloat(math.Inf(1)), false, float32(math.Inf(1))},
+		{"float -inf", "float", "float", float32(math.Inf(-1)), decFVFloat(math.Inf(-1)), false, float32(math.Inf(-1))},
+		{"double max", "double", "double", math.MaxFloat64, decFVFloat(math.MaxFloat64), false, math.MaxFloat64},
+		{"double smallest", "double", "double", math.SmallestNonzeroFloat64, decFVFloat(math.SmallestNonzeroFloat64), false, math.SmallestNonzeroFloat64},
+		{"double 0.1+0.2", "double", "double", pointOne + pointTwo, decFVText("0.30000000000000004"), false, 0.30000000000000004},
+		{"double -inf", "double", "double", math.Inf(-1), decFVFloat(math.Inf(-1)), false, math.Inf(-1)},
+		{"double trailing zero type", "double", "double", replication.FloatWithTrailingZero(2), decFVFloat(2), false, 2.0},
 
 		// Strings.
-		{"varchar empty", "varchar", "varchar(10)", "", fvText(""), false, ""},
-		{"varchar emoji", "varchar", "varchar(10)", "h\u00e9llo\U0001F600", fvText("h\u00e9llo\U0001F600"), false, "h\u00e9llo\U0001F600"},
-		{"text as bytes", "text", "text", []byte("\U0001F600 four bytes"), fvText("\U0001F600 four bytes"), false, "\U0001F600 four bytes"},
-		{"char", "char", "char(5)", "ab", fvText("ab"), false, "ab"},
-		{"longtext (MariaDB json) verbatim", "longtext", "longtext", []byte(`{"b": 1, "a": 2}`), fvText(`{"b": 1, "a": 2}`), false, `{"b": 1, "a": 2}`},
+		{"varchar empty", "varchar", "varchar(10)", "", decFVText(""), false, ""},
+		{"varchar emoji", "varchar", "varchar(10)", "h\u00e9llo\U0001F600", decFVText("h\u00e9llo\U0001F600"), false, "h\u00e9llo\U0001F600"},
+		{"text as bytes", "text", "text", []byte("\U0001F600 four bytes"), decFVText("\U0001F600 four bytes"), false, "\U0001F600 four bytes"},
+		{"char", "char", "char(5)", "ab", decFVText("ab"), false, "ab"},
+		{"longtext (MariaDB json) verbatim", "longtext", "longtext", []byte(`{"b": 1, "a": 2}`), decFVText(`{"b": 1, "a": 2}`), false, `{"b": 1, "a": 2}`},
 
 		// Binary.
-		{"binary padded", "binary", "binary(4)", "a", fvText("a\x00\x00\x00"), false, []byte("a\x00\x00\x00")},
-		{"binary all zero", "binary", "binary(4)", "", fvText("\x00\x00\x00\x00"), false, []byte{0, 0, 0, 0}},
-		{"binary full", "binary", "binary(4)", "\x01\x00\x00\x02", fvText("\x01\x00\x00\x02"), false, []byte{1, 0, 0, 2}},
-		{"varbinary keeps trailing zeros", "varbinary", "varbinary(8)", "a\x00", fvText("a\x00"), false, []byte("a\x00")},
-		{"varbinary empty", "varbinary", "varbinary(8)", "", fvText(""), false, []byte{}},
-		{"blob", "blob", "blob", []byte{0, 0xff, 0}, fvText("\x00\xff\x00"), false, []byte{0, 0xff, 0}},
+		{"binary padded", "binary", "binary(4)", "a", decFVText("a\x00\x00\x00"), false, []byte("a\x00\x00\x00")},
+		{"binary all zero", "binary", "binary(4)", "", decFVText("\x00\x00\x00\x00"), false, []byte{0, 0, 0, 0}},
+		{"binary full", "binary", "binary(4)", "\x01\x00\x00\x02", decFVText("\x01\x00\x00\x02"), false, []byte{1, 0, 0, 2}},
+		{"varbinary keeps trailing zeros", "varbinary", "varbinary(8)", "a\x00", decFVText("a\x00"), false, []byte("a\x00")},
+		{"varbinary empty", "varbinary", "varbinary(8)", "", decFVText(""), false, []byte{}},
+		{"blob", "blob", "blob", []byte{0, 0xff, 0}, decFVText("\x00\xff\x00"), false, []byte{0, 0xff, 0}},
 
 		// Dates.
-		{"date 1000-01-01", "date", "date", "1000-01-01", fvText("1000-01-01"), false, days(1000, 1, 1)},
-		{"date 9999-12-31", "date", "date", "9999-12-31", fvText("9999-12-31"), false, days(9999, 12, 31)},
-		{"date 1969-12-31", "date", "date", "1969-12-31", fvText("1969-12-31"), false, int32(-1)},
-		{"date epoch", "date", "date", "1970-01-01", fvText("1970-01-01"), false, int32(0)},
-		{"date leap day", "date", "date", "2024-02-29", fvText("2024-02-29"), false, days(2024, 2, 29)},
-		{"date as time", "date", "date", time.Date(2000, 3, 1, 0, 0, 0, 0, time.UTC), fvText("2000-03-01"), false, days(2000, 3, 1)},
+		{"date 1000-01-01", "date", "date", "1000-01-01", decFVText("1000-01-01"), false, days(1000, 1, 1)},
+		{"date 9999-12-31", "date", "date", "9999-12-31", decFVText("9999-12-31"), false, days(9999, 12, 31)},
+		{"date 1969-12-31", "date", "date", "1969-12-31", decFVText("1969-12-31"), false, int32(-1)},
+		{"date epoch", "date", "date", "1970-01-01", decFVText("1970-01-01"), false, int32(0)},
+		{"date leap day", "date", "date", "2024-02-29", decFVText("2024-02-29"), false, days(2024, 2, 29)},
+		{"date as time", "date", "date", time.Date(2000, 3, 1, 0, 0, 0, 0, time.UTC), decFVText("2000-03-01"), false, days(2000, 3, 1)},
 
 		// DATETIME: the wall clock as if UTC.
-		{"datetime", "datetime", "datetime", time.Date(2024, 2, 29, 12, 34, 56, 0, time.UTC), fvText("2024-02-29 12:34:56"), false, micros(2024, 2, 29, 12, 34, 56, 0)},
-		{"datetime before 1970", "datetime", "datetime", "1969-12-31 23:59:59", fvText("1969-12-31 23:59:59"), false, int64(-1_000_000)},
-		{"datetime 1000", "datetime", "datetime(1)", "1000-01-01 00:00:00.5", fvText("1000-01-01 00:00:00.5"), false, micros(1000, 1, 1, 0, 0, 0, 500000)},
-		{"datetime max", "datetime", "datetime(6)", time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), fvText("9999-12-31 23:59:59.999999"), false, micros(9999, 12, 31, 23, 59, 59, 999999)},
-		{"datetime fsp 1", "datetime", "datetime(1)", time.Date(2020, 1, 2, 3, 4, 5, 100000000, time.UTC), fvText("2020-01-02 03:04:05.1"), false, micros(2020, 1, 2, 3, 4, 5, 100000)},
-		{"datetime fsp 2", "datetime", "datetime(2)", time.Date(2020, 1, 2, 3, 4, 5, 120000000, time.UTC), fvText("2020-01-02 03:04:05.12"), false, micros(2020, 1, 2, 3, 4, 5, 120000)},
-		{"datetime fsp 3", "datetime", "datetime(3)", time.Date(2020, 1, 2, 3, 4, 5, 123000000, time.UTC), fvText("2020-01-02 03:04:05.123"), false, micros(2020, 1, 2, 3, 4, 5, 123000)},
-		{"datetime fsp 4", "datetime", "datetime(4)", time.Date(2020, 1, 2, 3, 4, 5, 123400000, time.UTC), fvText("2020-01-02 03:04:05.1234"), false, micros(2020, 1, 2, 3, 4, 5, 123400)},
-		{"datetime fsp 5", "datetime", "datetime(5)", time.Date(2020, 1, 2, 3, 4, 5, 123450000, time.UTC), fvText("2020-01-02 03:04:05.12345"), false, micros(2020, 1, 2, 3, 4, 5, 123450)},
-		{"datetime fsp 6", "datetime", "datetime(6)", time.Date(2020, 1, 2, 3, 4, 5, 123456000, time.UTC), fvText("2020-01-02 03:04:05.123456"), false, micros(2020, 1, 2, 3, 4, 5, 123456)},
-		{"datetime fsp 6 before 1970", "datetime", "datetime(6)", "1969-07-20 20:17:40.000001", fvText("1969-07-20 20:17:40.000001"), false, micros(1969, 7, 20, 20, 17, 40, 1)},
-		{"datetime in another location keeps wall clock", "datetime", "datetime", time.Date(2024, 1, 1, 8, 0, 0, 0, plus8), fvText("2024-01-01 08:00:00"), false, micros(2024, 1, 1, 8, 0, 0, 0)},
+		{"datetime", "datetime", "datetime", time.Date(2024, 2, 29, 12, 34, 56, 0, time.UTC), decFVText("2024-02-29 12:34:56"), false, micros(2024, 2, 29, 12, 34, 56, 0)},
+		{"datetime before 1970", "datetime", "datetime", "1969-12-31 23:59:59", decFVText("1969-12-31 23:59:59"), false, int64(-1_000_000)},
+		{"datetime 1000", "datetime", "datetime(1)", "1000-01-01 00:00:00.5", decFVText("1000-01-01 00:00:00.5"), false, micros(1000, 1, 1, 0, 0, 0, 500000)},
+		{"datetime max", "datetime", "datetime(6)", time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), decFVText("9999-12-31 23:59:59.999999"), false, micros(9999, 12, 31, 23, 59, 59, 999999)},
+		{"datetime fsp 1", "datetime", "datetime(1)", time.Date(2020, 1, 2, 3, 4, 5, 100000000, time.UTC), decFVText("2020-01-02 03:04:05.1"), false, micros(2020, 1, 2, 3, 4, 5, 100000)},
+		{"datetime fsp 2", "datetime", "datetime(2)", time.Date(2020, 1, 2, 3, 4, 5, 120000000, time.UTC), decFVText("2020-01-02 03:04:05.12"), false, micros(2020, 1, 2, 3, 4, 5, 120000)},
+		{"datetime fsp 3", "datetime", "datetime(3)", time.Date(2020, 1, 2, 3, 4, 5, 123000000, time.UTC), decFVText("2020-01-02 03:04:05.123"), false, micros(2020, 1, 2, 3, 4, 5, 123000)},
+		{"datetime fsp 4", "datetime", "datetime(4)", time.Date(2020, 1, 2, 3, 4, 5, 123400000, time.UTC), decFVText("2020-01-02 03:04:05.1234"), false, micros(2020, 1, 2, 3, 4, 5, 123400)},
+		{"datetime fsp 5", "datetime", "datetime(5)", time.Date(2020, 1, 2, 3, 4, 5, 123450000, time.UTC), decFVText("2020-01-02 03:04:05.12345"), false, micros(2020, 1, 2, 3, 4, 5, 123450)},
+		{"datetime fsp 6", "datetime", "datetime(6)", time.Date(2020, 1, 2, 3, 4, 5, 123456000, time.UTC), decFVText("2020-01-02 03:04:05.123456"), false, micros(2020, 1, 2, 3, 4, 5, 123456)},
+		{"datetime fsp 6 before 1970", "datetime", "datetime(6)", "1969-07-20 20:17:40.000001", decFVText("1969-07-20 20:17:40.000001"), false, micros(1969, 7, 20, 20, 17, 40, 1)},
+		{"datetime in another location keeps wall clock", "datetime", "datetime", time.Date(2024, 1, 1, 8, 0, 0, 0, plus8), decFVText("2024-01-01 08:00:00"), false, micros(2024, 1, 1, 8, 0, 0, 0)},
 
 		// TIMESTAMP: the instant; the session time zone is '+00:00'.
-		{"timestamp 1s", "timestamp", "timestamp", time.Unix(1, 0), fvText("1970-01-01 00:00:01"), false, int64(1_000_000)},
-		{"timestamp in New York", "timestamp", "timestamp(6)", time.Unix(2147483647, 999999000).In(ny), fvText("2038-01-19 03:14:07.999999"), false, int64(2147483647_999999)},
-		{"timestamp in +08", "timestamp", "timestamp(3)", time.Date(2024, 7, 1, 8, 0, 0, 5_000_000, plus8), fvText("2024-07-01 00:00:00.005"), false, micros(2024, 7, 1, 0, 0, 0, 5000)},
+		{"timestamp 1s", "timestamp", "timestamp", time.Unix(1, 0), decFVText("1970-01-01 00:00:01"), false, int64(1_000_000)},
+		{"timestamp in New York", "timestamp", "timestamp(6)", time.Unix(2147483647, 999999000).In(ny), decFVText("2038-01-19 03:14:07.999999"), false, int64(2147483647_999999)},
+		{"timestamp in +08", "timestamp", "timestamp(3)", time.Date(2024, 7, 1, 8, 0, 0, 5_000_000, plus8), decFVText("2024-07-01 00:00:00.005"), false, micros(2024, 7, 1, 0, 0, 0, 5000)},
 
 		// JSON (MySQL): canonical text on both paths.
-		{"json object", "json", "json", `{"b":1,"a":[1,2]}`, fvText(`{"a": [1.0, 2], "b": 1}`), false, `{"a":[1,2],"b":1}`},
-		{"json bytes", "json", "json", []byte(`{"k":"v\u00e9\ud83d\ude00<>"}`), fvText(`{"k": "vé😀<>"}`), false, `{"k":"vé😀<>"}`},
-		{"json big double", "json", "json", `100000000000000000`, fvText(`1e17`), false, `100000000000000000`},
-		{"json small double", "json", "json", `1.5e-07`, fvText(`1.5e-7`), false, `1.5e-7`},
-		{"json large int", "json", "json", `18446744073709551615`, fvText(`18446744073709551615`), false, `18446744073709551615`},
-		{"json decimal", "json", "json", `[0.1,-2.50]`, fvText(`[0.1, -2.5]`), false, `[0.1,-2.5]`},
-		{"json null", "json", "json", `null`, fvText(`null`), false, `null`},
-		{"json empty document", "json", "json", []byte{}, fvText(``), false, `null`},
-		{"json string", "json", "json", `"x"`, fvText(`"x"`), false, `"x"`},
+		{"json object", "json", "json", `{"b":1,"a":[1,2]}`, decFVText(`{"a": [1.0, 2], "b": 1}`), false, `{"a":[1,2],"b":1}`},
+		{"json bytes", "json", "json", []byte(`{"k":"v\u00e9\ud83d\ude00<>"}`), decFVText(`{"k": "vé😀<>"}`), false, `{"k":"vé😀<>"}`},
+		{"json big double", "json", "json", `100000000000000000`, decFVText(`1e17`), false, `100000000000000000`},
+		{"json small double", "json", "json", `1.5e-07`, decFVText(`1.5e-7`), false, `1.5e-7`},
+		{"json large int", "json", "json", `18446744073709551615`, decFVText(`18446744073709551615`), false, `18446744073709551615`},
+		{"json decimal", "json", "json", `[0.1,-2.50]`, decFVText(`[0.1, -2.5]`), false, `[0.1,-2.5]`},
+		{"json null", "json", "json", `null`, decFVText(`null`), false, `null`},
+		{"json empty document", "json", "json", []byte{}, decFVText(``), false, `null`},
+		{"json string", "json", "json", `"x"`, decFVText(`"x"`), false, `"x"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestDecodeFloatSpecials(t *testing.T) {
 		if err != nil || !decEqual(got, f) {
 			t.Errorf("double %v: got %v, %v", f, got, err)
 		}
-		got, err = DecodeSnapshot(c64, fvFloat(f))
+		got, err = DecodeSnapshot(c64, decFVFloat(f))
 		if err != nil || !decEqual(got, f) {
 			t.Errorf("snapshot double %v: got %v, %v", f, got, err)
 		}
@@ -239,7 +239,7 @@ func TestDecodeNull(t *testing.T) {
 		if v, err := DecodeBinlog(c, nil); v != nil || err != nil {
 			t.Errorf("%s binlog NULL: %v, %v", dt[1], v, err)
 		}
-		if v, err := DecodeSnapshot(c, fvNull); v != nil || err != nil {
+		if v, err := DecodeSnapshot(c, decFVNull); v != nil || err != nil {
 			t.Errorf("%s snapshot NULL: %v, %v", dt[1], v, err)
 		}
 	}
@@ -264,7 +264,7 @@ func TestDecodeZeroDates(t *testing.T) {
 		c := decTestCol(t, tc.dataType, tc.columnType)
 		for path, call := range map[string]func() (any, error){
 			"binlog":   func() (any, error) { return DecodeBinlog(c, tc.binlog) },
-			"snapshot": func() (any, error) { return DecodeSnapshot(c, fvText(tc.snapshot)) },
+			"snapshot": func() (any, error) { return DecodeSnapshot(c, decFVText(tc.snapshot)) },
 		} {
 			v, err := call()
 			var ve *ValueError
@@ -284,7 +284,7 @@ func TestDecodeZeroDates(t *testing.T) {
 	if err == nil || err.Error() != `zero date "0000-00-00" in shop.t.c cannot be stored in Iceberg` {
 		t.Errorf("DecodeBinlogRow: %v", err)
 	}
-	_, err = DecodeSnapshotRow(s, []mysql.FieldValue{fvText("0000-00-00")})
+	_, err = DecodeSnapshotRow(s, []mysql.FieldValue{decFVText("0000-00-00")})
 	if err == nil || err.Error() != `zero date "0000-00-00" in shop.t.c cannot be stored in Iceberg` {
 		t.Errorf("DecodeSnapshotRow: %v", err)
 	}
@@ -296,23 +296,23 @@ func TestDecodeWrongTypes(t *testing.T) {
 		binlog               any
 		snapshot             mysql.FieldValue
 	}{
-		{"int", "int", "12", fvFloat(1.5)},
-		{"int", "int", 1.5, fvText("x")},
-		{"bigint", "bigint unsigned", 1.5, fvFloat(1)},
-		{"decimal", "decimal(10,2)", 1.5, fvFloat(1.5)},
-		{"decimal", "decimal(10,2)", "1.234", fvText("1.234")}, // more digits than the scale
-		{"decimal", "decimal(4,2)", "123.00", fvText("123.00")}, // more digits than the precision
-		{"decimal", "decimal(10,2)", "abc", fvText("1,5")},
-		{"float", "float", "1.5", fvText("x")},
-		{"varchar", "varchar(3)", 12, fvSigned(12)},
-		{"blob", "blob", 12, fvSigned(1)},
-		{"date", "date", 12, fvSigned(20240101)},
-		{"date", "date", "2024-02-30", fvText("2024/01/01")},
-		{"datetime", "datetime", 1.5, fvText("2024-01-01 25:00:00")},
-		{"datetime", "datetime(6)", "2024-01-01 00:00:00.1234567", fvText("2024-01-01 00:00:00.")},
-		{"timestamp", "timestamp", "2024-01-01 00:00:00", fvSigned(1)}, // non-zero TIMESTAMP text from the binlog needs ParseTime
-		{"json", "json", "{", fvText("{")},
-		{"json", "json", 12, fvSigned(12)},
+		{"int", "int", "12", decFVFloat(1.5)},
+		{"int", "int", 1.5, decFVText("x")},
+		{"bigint", "bigint unsigned", 1.5, decFVFloat(1)},
+		{"decimal", "decimal(10,2)", 1.5, decFVFloat(1.5)},
+		{"decimal", "decimal(10,2)", "1.234", decFVText("1.234")},  // more digits than the scale
+		{"decimal", "decimal(4,2)", "123.00", decFVText("123.00")}, // more digits than the precision
+		{"decimal", "decimal(10,2)", "abc", decFVText("1,5")},
+		{"float", "float", "1.5", decFVText("x")},
+		{"varchar", "varchar(3)", 12, decFVSigned(12)},
+		{"blob", "blob", 12, decFVSigned(1)},
+		{"date", "date", 12, decFVSigned(20240101)},
+		{"date", "date", "2024-02-30", decFVText("2024/01/01")},
+		{"datetime", "datetime", 1.5, decFVText("2024-01-01 25:00:00")},
+		{"datetime", "datetime(6)", "2024-01-01 00:00:00.1234567", decFVText("2024-01-01 00:00:00.")},
+		{"timestamp", "timestamp", "2024-01-01 00:00:00", decFVSigned(1)}, // non-zero TIMESTAMP text from the binlog needs ParseTime
+		{"json", "json", "{", decFVText("{")},
+		{"json", "json", 12, decFVSigned(12)},
 	}
 	for _, tc := range cases {
 		c := decTestCol(t, tc.dataType, tc.columnType)
@@ -339,7 +339,7 @@ func TestDecodeWrongTypes(t *testing.T) {
 	if _, err := DecodeBinlog(e, int64(1)); err == nil {
 		t.Error("unmapped column decoded")
 	}
-	if _, err := DecodeSnapshot(e, fvText("a")); err == nil {
+	if _, err := DecodeSnapshot(e, decFVText("a")); err == nil {
 		t.Error("unmapped column decoded")
 	}
 	// Partial JSON.
@@ -360,7 +360,7 @@ func TestDecodeCopies(t *testing.T) {
 	if string(got.([]byte)) != "abc" {
 		t.Error("DecodeBinlog kept the caller's []byte")
 	}
-	fv := fvText("abc")
+	fv := decFVText("abc")
 	got, _ = DecodeSnapshot(c, fv)
 	fv.AsString()[0] = 'X'
 	if string(got.([]byte)) != "abc" {

@@ -486,12 +486,12 @@ func (p *pfRun) checkPrivileges() error {
 	if !p.hasGlobal("REPLICATION SLAVE") {
 		missing = append(missing, "REPLICATION SLAVE")
 	}
-	client := p.replClientPriv()
+	clientPriv := p.replClientPriv()
 	if !p.hasGlobal("REPLICATION CLIENT") && !p.hasGlobal("BINLOG MONITOR") && !p.hasGlobal("SUPER") {
-		missing = append(missing, client)
+		missing = append(missing, clientPriv)
 	}
 	if len(missing) == 0 {
-		p.ok("privileges", "%s has REPLICATION SLAVE and %s", grantee, client)
+		p.ok("privileges", "%s has REPLICATION SLAVE and %s", grantee, clientPriv)
 		return nil
 	}
 	msg := fmt.Sprintf("%s on %s lacks %s, which cdcsync needs to read the binlog as a replica (and its position): run GRANT %s ON *.* TO %s",
@@ -581,6 +581,49 @@ func (p *pfRun) checkSelect() {
 	p.fail("privileges", "%s", msg)
 }
 
+// invisibleHint explains that information_schema hides the tables a user
+// has no privilege on, with the GRANT for the databases that patterns name
+// literally.
+func (p *pfRun) invisibleHint(quotedPatterns []string) string {
+	if len(quotedPatterns) == 0 {
+		return ""
+	}
+	var stmts []string
+	seen := map[string]bool{}
+	for _, qp := range quotedPatterns {
+		pat, err := strconv.Unquote(qp)
+		if err != nil {
+			continue
+		}
+		db, _, ok := strings.Cut(pat, ".")
+		if !ok || db == "" || strings.ContainsAny(db, "*?[\\") || seen[db] {
+			continue
+		}
+		seen[db] = true
+		grantee := p.grantee
+		if grantee == "" {
+			grantee = pfGrantee(p.src.User)
+		}
+		stmts = append(stmts, fmt.Sprintf("GRANT SELECT ON %s.* TO %s", QuoteIdent(db), grantee))
+	}
+	hint := "; if the tables exist, the user may lack privileges on them (the server hides such tables)"
+	if len(stmts) > 0 {
+		hint += ": " + strings.Join(stmts, "; ")
+	}
+	return hint
+}
+
+// pfAnd lists items as "a, b and c", at most n of them.
+func pfAnd(items []string, n int) string {
+	if len(items) > n {
+		return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+	}
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
 func pfList(items []string, n int) string {
 	if len(items) <= n {
 		return strings.Join(items, ", ")
@@ -623,13 +666,14 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 		}
 		why := "every table they match is excluded"
 		if len(unmatched) > 0 {
-			why = fmt.Sprintf("%s matched no table", pfList(unmatched, 5))
+			why = fmt.Sprintf("%s matched no table", pfAnd(unmatched, 5))
 		}
-		dbText := "there are no user databases"
+		dbText := "the user sees no database"
 		if len(dbs) > 0 {
-			dbText = "its databases are " + pfList(dbs, 8)
+			dbText = "the databases the user sees are " + pfList(dbs, 8)
 		}
-		p.fail("tables", "source.include selects no table on %s: %s; %s; fix the patterns (\"db.table\" with * and ? wildcards, e.g. \"shop.*\")", p.addr, why, dbText)
+		p.fail("tables", "source.include selects no table on %s: %s; %s; fix the patterns (\"db.table\" with * and ? wildcards, e.g. \"shop.*\")%s",
+			p.addr, why, dbText, p.invisibleHint(unmatched))
 		p.checkSelect()
 		return nil, nil
 	}
@@ -639,7 +683,8 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 	}
 	p.ok("tables", "%d table(s) selected: %s", len(p.selected), pfList(names, 10))
 	if len(unmatched) > 0 {
-		p.warn("tables", "source.include pattern(s) %s match no table on %s: check them for typos", strings.Join(unmatched, ", "), p.addr)
+		p.warn("tables", "source.include pattern(s) %s match no table on %s: check them for typos%s",
+			pfAnd(unmatched, 5), p.addr, p.invisibleHint(unmatched))
 	}
 	p.checkSelect()
 

@@ -83,9 +83,12 @@ func (s *Snapshotter) begin(flavor, serverUUID string) error {
 	if _, err := s.conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 		return fmt.Errorf("start the snapshot transaction: %w", err)
 	}
-	res, err := s.conn.Execute("SHOW MASTER STATUS")
+	// MySQL 8.4 renamed SHOW MASTER STATUS.
+	res, err := s.conn.Execute("SHOW BINARY LOG STATUS")
 	if err != nil {
-		return fmt.Errorf("read the binlog position: %w", err)
+		if res, err = s.conn.Execute("SHOW MASTER STATUS"); err != nil {
+			return fmt.Errorf("read the binlog position: %w", err)
+		}
 	}
 	if res.RowNumber() == 0 {
 		return fmt.Errorf("SHOW MASTER STATUS returned nothing: the binlog is off; enable log_bin")
@@ -105,23 +108,15 @@ func (s *Snapshotter) Position() cdcsync.Position { return s.pos }
 
 // Copy streams every row of the table, decoded, to add.
 func (s *Snapshotter) Copy(ctx context.Context, ts *cdcsync.TableSchema, add func(cdcsync.Row) error) error {
-	cols := make([]string, len(ts.Columns))
-	for i, c := range ts.Columns {
-		cols[i] = quoteName(c.Name)
-	}
-	q := fmt.Sprintf("SELECT %s FROM %s.%s", strings.Join(cols, ", "), quoteName(ts.ID.Database), quoteName(ts.ID.Table))
+	q := fmt.Sprintf("SELECT %s FROM %s.%s", SelectList(ts), QuoteIdent(ts.ID.Database), QuoteIdent(ts.ID.Table))
 	var res mysql.Result
 	err := s.conn.ExecuteSelectStreaming(q, &res, func(raw []mysql.FieldValue) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		row := make(cdcsync.Row, len(ts.Columns))
-		for i := range ts.Columns {
-			v, err := DecodeSnapshot(&ts.Columns[i], raw[i])
-			if err != nil {
-				return fmt.Errorf("decode %s.%s in the initial copy: %w", ts.ID, ts.Columns[i].Name, err)
-			}
-			row[i] = v
+		row, err := DecodeSnapshotRow(ts, raw)
+		if err != nil {
+			return fmt.Errorf("initial copy: %w", err)
 		}
 		return add(row)
 	}, nil)
@@ -136,5 +131,3 @@ func (s *Snapshotter) Close() {
 	s.conn.Execute("ROLLBACK") //nolint:errcheck // closing anyway
 	s.conn.Close()
 }
-
-func quoteName(n string) string { return "`" + strings.ReplaceAll(n, "`", "``") + "`" }

@@ -266,14 +266,12 @@ func (r *reader) rows(e *replication.RowsEvent) error {
 }
 
 func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int, error) {
-	row := make(cdcsync.Row, len(s.Columns))
+	row, err := DecodeBinlogRow(s, raw)
+	if err != nil {
+		return nil, 0, fmt.Errorf("at %s: %w", r.position(), err)
+	}
 	size := 16
-	for i := range s.Columns {
-		v, err := DecodeBinlog(&s.Columns[i], raw[i])
-		if err != nil {
-			return nil, 0, fmt.Errorf("decode %s.%s at %s: %w", s.ID, s.Columns[i].Name, r.position(), err)
-		}
-		row[i] = v
+	for _, v := range row {
 		switch v := v.(type) {
 		case string:
 			size += len(v) + 16

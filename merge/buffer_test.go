@@ -42,11 +42,15 @@ func schemaOf(id cdcsync.TableID) *cdcsync.TableSchema {
 
 func u(id int64, region, name string) cdcsync.Row { return cdcsync.Row{id, region, name} }
 
-func ins(r cdcsync.Row) cdcsync.Change { return cdcsync.Change{Table: users.ID, Op: cdcsync.OpInsert, After: r} }
+func ins(r cdcsync.Row) cdcsync.Change {
+	return cdcsync.Change{Table: users.ID, Op: cdcsync.OpInsert, After: r}
+}
 func upd(b, a cdcsync.Row) cdcsync.Change {
 	return cdcsync.Change{Table: users.ID, Op: cdcsync.OpUpdate, Before: b, After: a}
 }
-func del(r cdcsync.Row) cdcsync.Change { return cdcsync.Change{Table: users.ID, Op: cdcsync.OpDelete, Before: r} }
+func del(r cdcsync.Row) cdcsync.Change {
+	return cdcsync.Change{Table: users.ID, Op: cdcsync.OpDelete, Before: r}
+}
 
 // lakeModel applies epoch outputs with Iceberg's semantics for equality
 // deletes in a table partitioned by users.region: a delete removes older rows

@@ -52,7 +52,9 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 			log.Info("cdcsync stopped cleanly")
 			return nil
 		}
-		if !restartable(err) {
+		if !restartable(err) || !d.streamed.Load() {
+			// A daemon that never got to stream has a setup problem (wrong
+			// password, unreachable server): say so instead of looping.
 			st.healthy.Store(false)
 			return err
 		}
@@ -91,6 +93,8 @@ type daemon struct {
 	m     *metrics.Metrics
 	st    *status
 	fault func(string)
+
+	streamed atomic.Bool // some session reached streaming
 }
 
 // session runs the pipeline once: checks, table setup, initial copy of the
@@ -214,6 +218,7 @@ func (d *daemon) session(ctx context.Context) error {
 	g.Go(func() error {
 		defer close(txns)
 		d.st.ready.Store(true)
+		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
 			Start: start, Schemas: smap, Log: log}, txns)
 	})

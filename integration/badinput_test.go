@@ -118,7 +118,13 @@ func TestPreflightMisconfiguredServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer off.Stop()
-	cfg = sourceConfig(t, off.Port, testenv.ReplUser, testenv.ReplPassword, "mysql.user", "")
+	if err := off.Exec("CREATE DATABASE shop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.Exec("CREATE TABLE shop.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg = sourceConfig(t, off.Port, testenv.ReplUser, testenv.ReplPassword, "shop.*", "")
 	expectCheckFails(t, cfg, testenv.ReplPassword, "log_bin")
 }
 

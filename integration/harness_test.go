@@ -110,6 +110,24 @@ http:
 	return e
 }
 
+// rewriteConfig replaces text in the config file and reloads it.
+func (e *env) rewriteConfig(old, new string) {
+	e.t.Helper()
+	b, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		e.t.Fatalf("config has no %q", old)
+	}
+	if err := os.WriteFile(e.cfgPath, []byte(strings.Replace(string(b), old, new, 1)), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.cfg, err = config.Load(e.cfgPath); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func mustExec(t *testing.T, sql string, args ...any) {
 	t.Helper()
 	if err := db.Exec(sql, args...); err != nil {

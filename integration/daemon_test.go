@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cdcsync/cdcsync/integration/testenv"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestDaemonOperability checks what an operator relies on: JSON logs without
+// secrets, /healthz, /readyz, the metrics, and a clean exit on SIGINT.
+func TestDaemonOperability(t *testing.T) {
+	port := freePort(t)
+	e := newEnv(t, "it_ops", envOptions{extra: "log:\n  format: json\n"})
+	// Point the metrics server at a free port instead of "off".
+	e.rewriteConfig(`listen: "off"`, `listen: 127.0.0.1:`+strconv.Itoa(port))
+	mustExec(t, "CREATE TABLE it_ops.t (id INT PRIMARY KEY, v VARCHAR(10))")
+	mustExec(t, "INSERT INTO it_ops.t VALUES (1, 'a')")
+	p := e.start()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, _ := httpGet(base + "/readyz")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) || p.exited() {
+			t.Fatalf("/readyz never became 200; output:\n%s", p.output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := httpGet(base + "/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d %s", code, body)
+	}
+	mustExec(t, "INSERT INTO it_ops.t VALUES (2, 'b'), (3, 'c')")
+	mustExec(t, "UPDATE it_ops.t SET v = 'z' WHERE id = 1")
+	mustExec(t, "DELETE FROM it_ops.t WHERE id = 2")
+	e.waitCaughtUp(p, time.Minute)
+	time.Sleep(2500 * time.Millisecond) // the lag gauges refresh every 2 s
+
+	_, metrics := httpGet(base + "/metrics")
+	for _, want := range []string{
+		`cdcsync_rows_total{op="insert",table="it_ops.t"} 2`,
+		`cdcsync_rows_total{op="update",table="it_ops.t"} 1`,
+		`cdcsync_rows_total{op="delete",table="it_ops.t"} 1`,
+		`cdcsync_snapshot_rows_total{table="it_ops.t"} 1`,
+		"cdcsync_epochs_committed_total",
+		"cdcsync_commit_duration_seconds_bucket",
+		"cdcsync_replication_lag_seconds",
+		"cdcsync_replication_lag_bytes",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(metrics, "cdcsync_epochs_committed_total 0") {
+		t.Errorf("no epoch counted as committed:\n%s", metrics)
+	}
+
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	<-p.done
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d after SIGINT, want 0; output:\n%s", code, p.output())
+	}
+	out := p.output()
+	if strings.Contains(out, testenv.ReplPassword) {
+		t.Errorf("the log contains the MySQL password:\n%s", out)
+	}
+	lines := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+			continue
+		}
+		if rec["level"] == nil || rec["msg"] == nil {
+			t.Errorf("log line lacks level or msg: %q", line)
+		}
+		lines++
+	}
+	if lines < 3 || !strings.Contains(out, "epoch committed") || !strings.Contains(out, "stopped cleanly") {
+		t.Errorf("the log lacks the expected records:\n%s", out)
+	}
+}

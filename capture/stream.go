@@ -24,7 +24,10 @@ type StreamConfig struct {
 	ServerUUID string // identity of the server, for file/offset positions
 	Start      cdcsync.Position
 	Schemas    map[cdcsync.TableID]*cdcsync.TableSchema
-	Log        *slog.Logger
+	// Committed holds each table's committed position: a DDL statement that a
+	// table's copy already reflects is passed over.
+	Committed map[cdcsync.TableID]cdcsync.Position
+	Log       *slog.Logger
 }
 
 // ErrDisconnected wraps failures to reach or read from the server; the
@@ -194,7 +197,7 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		case "COMMIT":
 			return r.end(h)
 		}
-		if err := r.checkDDL(string(e.Schema), q); err != nil {
+		if err := r.checkDDL(h, string(e.Schema), q); err != nil {
 			return nil, err
 		}
 		if !r.inTxn {
@@ -291,7 +294,7 @@ var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +
 // checkDDL stops at a statement that changes a selected table: cdcsync does
 // not evolve schemas yet, and applying later rows with the old schema would be
 // wrong. A new table matching the include patterns restarts the pipeline.
-func (r *reader) checkDDL(schema, q string) error {
+func (r *reader) checkDDL(h *replication.EventHeader, schema, q string) error {
 	m := ddlTable.FindStringSubmatch(q)
 	if m == nil {
 		return nil
@@ -306,6 +309,16 @@ func (r *reader) checkDDL(schema, q string) error {
 	}
 	if _, ok := r.cfg.Schemas[id]; !ok {
 		return nil
+	}
+	if committed, ok := r.cfg.Committed[id]; ok {
+		probe := &cdcsync.Txn{Pos: r.position()}
+		probe.Pos.Offset = h.LogPos
+		if r.txn != nil {
+			probe.GTID = r.txn.GTID
+		}
+		if covered, err := committed.Covers(probe); err == nil && covered {
+			return nil // the table was copied after this statement
+		}
 	}
 	return fmt.Errorf("%s changes the selected table %s at %s (%q); cdcsync cannot apply schema changes yet: "+
 		"exclude the table, or drop its Iceberg table and restart cdcsync to copy it again", verb, id, r.position(), abbreviate(q, 200))

@@ -151,11 +151,13 @@ echo "cleaned .demo/"
 
 if [ -n "${CDCSYNC_BIN:-}" ]; then
 	step "Using the cdcsync binary $CDCSYNC_BIN"
+	rm -f "$DEMO/cdcsync"
 	cp "$CDCSYNC_BIN" "$DEMO/cdcsync"
 	echo "copied to $DEMO/cdcsync"
 else
 	step "Building cdcsync (go build -o .demo/cdcsync ./cmd/cdcsync; the first build takes a few minutes)"
 	command -v go >/dev/null 2>&1 || die "go not found: install Go $(awk '$1 == "go" { print $2 }' go.mod) or newer (https://go.dev/dl/)"
+	rm -f "$DEMO/cdcsync" # go build refuses to overwrite a file that is not a Go binary
 	go build -o "$DEMO/cdcsync" ./cmd/cdcsync
 	echo "built $DEMO/cdcsync"
 fi

@@ -198,9 +198,11 @@ func (d *daemon) session(ctx context.Context) error {
 
 	var ptables []merge.Table
 	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
+	cmap := map[cdcsync.TableID]cdcsync.Position{}
 	for id, t := range tables {
 		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos})
 		smap[id] = t.Schema
+		cmap[id] = committed[id].Pos
 	}
 	pipe := merge.New(&lakeSink{lake: lk, tables: tables}, ptables, next, start, merge.Options{
 		Interval:          cfg.Epoch.Interval.Duration,
@@ -220,7 +222,7 @@ func (d *daemon) session(ctx context.Context) error {
 		d.st.ready.Store(true)
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
-			Start: start, Schemas: smap, Log: log}, txns)
+			Start: start, Schemas: smap, Committed: cmap, Log: log}, txns)
 	})
 	g.Go(func() error {
 		// The pipeline ends by itself when the stream closes txns; it must not

@@ -315,7 +315,7 @@ func (e *env) assertMirrors(table string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	got, err := lake.ReadRows(ctx, tbl, ts, 0)
+	got, err := lake.ReadRows(lk.Scope(ctx), tbl, ts, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ var ErrConflict = errors.New("another writer committed to the table")
 // the commit after all, Commit succeeds; if another writer committed, it
 // returns an error wrapping ErrConflict; otherwise the error is retryable.
 func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row) error {
+	ctx = t.scope(ctx)
 	if len(deletes) == 0 && len(rows) == 0 {
 		return nil
 	}
@@ -112,6 +113,7 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 // table (from a copy that crashed before the pipeline's first checkpoint) are
 // replaced in the same commit.
 func (t *Table) CopyInto(ctx context.Context, e Epoch, batchRows int, fill func(add func(cdcsync.Row) error) error) (int64, error) {
+	ctx = t.scope(ctx)
 	base := t.tbl
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {

@@ -19,6 +19,8 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	// Register the s3:// file IO and the database/sql drivers of the SQL catalog.
 	_ "github.com/apache/iceberg-go/io/gocloud"
@@ -41,6 +43,7 @@ type Lake struct {
 	cfg       *config.Config
 	warehouse string // URL of the warehouse root
 	ioProps   iceberg.Properties
+	aws       *aws.Config // set when the S3 endpoint needs a private CA
 	log       *slog.Logger
 }
 
@@ -57,6 +60,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 			return nil, fmt.Errorf("create warehouse directory: %w", err)
 		}
 	}
+	awsCfg, err := s3Config(ctx, &cfg.Warehouse.S3)
+	if err != nil {
+		return nil, err
+	}
+	if awsCfg != nil {
+		ctx = utils.WithAwsConfig(ctx, awsCfg)
+	}
 	props := iceberg.Properties{"warehouse": wh}
 	for k, v := range ioProps {
 		props[k] = v
@@ -71,7 +81,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 	if err != nil {
 		return nil, err
 	}
-	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, log: log}, nil
+	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {
@@ -161,6 +171,7 @@ func (l *Lake) Close() error {
 // writes, by listing namespaces and writing, reading and removing a probe
 // object under the pipeline's own prefix.
 func (l *Lake) Check(ctx context.Context) error {
+	ctx = l.Scope(ctx)
 	if _, err := l.cat.ListNamespaces(ctx, nil); err != nil {
 		return fmt.Errorf("the catalog %q does not answer: %w", l.cfg.Catalog.Name, err)
 	}
@@ -179,6 +190,7 @@ func (l *Lake) Check(ctx context.Context) error {
 }
 
 func (l *Lake) fs(ctx context.Context) (icebergio.WriteFileIO, error) {
+	ctx = l.Scope(ctx)
 	fs, err := icebergio.LoadFS(ctx, l.ioProps, l.warehouse)
 	if err != nil {
 		return nil, fmt.Errorf("open the warehouse %s: %w", l.warehouse, err)
@@ -211,6 +223,7 @@ func (l *Lake) Identifier(db, tbl string) table.Identifier {
 
 // ListTables lists every table of the catalog as "namespace.table".
 func (l *Lake) ListTables(ctx context.Context) ([]table.Identifier, error) {
+	ctx = l.Scope(ctx)
 	nss, err := l.cat.ListNamespaces(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
@@ -229,6 +242,7 @@ func (l *Lake) ListTables(ctx context.Context) ([]table.Identifier, error) {
 
 // LoadTable loads an Iceberg table by identifier.
 func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	ctx = l.Scope(ctx)
 	t, err := l.cat.LoadTable(ctx, id)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
 		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", strings.Join(id, "."), l.cfg.Catalog.Name)

@@ -13,6 +13,7 @@ import (
 // ReadRows scans the table as of its current snapshot, applying every delete
 // file, and returns canonical rows; limit <= 0 reads everything.
 func (t *Table) ReadRows(ctx context.Context, limit int64) ([]cdcsync.Row, error) {
+	ctx = t.scope(ctx)
 	return ReadRows(ctx, t.tbl, t.Schema, limit)
 }
 

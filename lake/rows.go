@@ -99,9 +99,12 @@ func appendValue(b array.Builder, v any) error {
 		var s string
 		if s, ok = v.(string); ok {
 			t := b.Type().(*arrow.Decimal128Type)
-			n, err := decimal128.FromString(s, t.Precision, t.Scale)
-			if err != nil {
-				return fmt.Errorf("decimal %q does not fit decimal(%d,%d): %w", s, t.Precision, t.Scale, err)
+			n, fast := decimalFromCanonical(s, t.Precision, t.Scale)
+			if !fast {
+				var err error
+				if n, err = decimal128.FromString(s, t.Precision, t.Scale); err != nil {
+					return fmt.Errorf("decimal %q does not fit decimal(%d,%d): %w", s, t.Precision, t.Scale, err)
+				}
 			}
 			b.Append(n)
 		}
@@ -112,6 +115,70 @@ func appendValue(b array.Builder, v any) error {
 		return fmt.Errorf("value %v of Go type %T does not match Arrow type %s", v, v, b.Type())
 	}
 	return nil
+}
+
+// decimalFromCanonical parses the canonical decimal text of cdcsync.KindDecimal
+// ("-123.45": an optional minus, digits, and exactly scale fraction digits
+// after a point when scale > 0) into its unscaled 128-bit integer, exactly and
+// without math/big. It returns false for any other text, or a value with more
+// than prec digits, and the caller falls back to decimal128.FromString, which
+// reports the error. Profiles of the initial copy showed FromString (a
+// big.Float parse per value) as the largest cost of building Arrow batches.
+func decimalFromCanonical(s string, prec, scale int32) (decimal128.Num, bool) {
+	neg := false
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	intPart, frac := s, ""
+	if scale > 0 {
+		i := len(s) - int(scale) - 1
+		if i < 1 || s[i] != '.' {
+			return decimal128.Num{}, false
+		}
+		intPart, frac = s[:i], s[i+1:]
+	}
+	if intPart == "" {
+		return decimal128.Num{}, false
+	}
+	for len(intPart) > 1 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	digits := len(frac)
+	if intPart != "0" {
+		digits += len(intPart)
+	}
+	if digits > int(prec) || digits > 38 {
+		return decimal128.Num{}, false
+	}
+	// Accumulate 18 digits at a time in a uint64, then fold into 128 bits.
+	var n decimal128.Num
+	var chunk uint64
+	var chunkDigits int
+	flush := func() {
+		if chunkDigits == 0 {
+			return
+		}
+		n = n.Mul(decimal128.GetScaleMultiplier(chunkDigits)).Add(decimal128.FromU64(chunk))
+		chunk, chunkDigits = 0, 0
+	}
+	for _, part := range [2]string{intPart, frac} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if c < '0' || c > '9' {
+				return decimal128.Num{}, false
+			}
+			chunk = chunk*10 + uint64(c-'0')
+			chunkDigits++
+			if chunkDigits == 18 {
+				flush()
+			}
+		}
+	}
+	flush()
+	if neg {
+		n = n.Negate()
+	}
+	return n, true
 }
 
 // rowsFromBatch converts a record batch read from Iceberg back to canonical

@@ -22,6 +22,7 @@ type Table struct {
 	Schema *cdcsync.TableSchema
 
 	tbl      *table.Table
+	scope    func(context.Context) context.Context
 	pipeline string
 	dataOut  *rowLayout // data files: every column
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
@@ -98,6 +99,7 @@ var tableProperties = iceberg.Properties{
 // table (with the configured partition spec) when they do not exist. An
 // existing table must have the same columns and types.
 func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table, error) {
+	ctx = l.Scope(ctx)
 	ident := l.Identifier(ts.ID.Database, ts.ID.Table)
 	want, err := IcebergSchema(ts)
 	if err != nil {
@@ -224,7 +226,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	return &Table{ID: ts.ID, Ident: ident, Schema: ts, tbl: tbl, pipeline: l.cfg.Pipeline,
+	return &Table{ID: ts.ID, Ident: ident, Schema: ts, tbl: tbl, scope: l.Scope, pipeline: l.cfg.Pipeline,
 		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -14,8 +15,11 @@ import (
 	"github.com/cdcsync/cdcsync/metrics"
 )
 
-// serveHTTP serves /metrics, /healthz (the daemon has not given up) and
-// /readyz (the initial copy is done and the binlog is being streamed).
+// serveHTTP serves /metrics, /healthz (the daemon has not given up),
+// /readyz (the initial copy is done and the binlog is being streamed) and
+// Go's profiles under /debug/pprof/ (go tool pprof
+// http://ADDR/debug/pprof/profile?seconds=30; the bench harness uses them,
+// see docs/performance.md). http.listen defaults to 127.0.0.1 only.
 func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
@@ -33,6 +37,11 @@ func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s for metrics and health checks: %w; change http.listen or set it to \"off\"", addr, err)

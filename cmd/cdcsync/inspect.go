@@ -79,7 +79,7 @@ func runCat(ctx context.Context, cfg *config.Config, name string, limit int64, s
 	if err != nil {
 		return err
 	}
-	rows, err := lake.ReadRows(ctx, t, ts, limit)
+	rows, err := lake.ReadRows(lk.Scope(ctx), t, ts, limit)
 	if err != nil {
 		return err
 	}

@@ -152,8 +152,7 @@ func TestPreflightUnreachableLake(t *testing.T) {
 	mustExec(t, "CREATE DATABASE IF NOT EXISTS it_lake")
 	mustExec(t, "CREATE TABLE IF NOT EXISTS it_lake.t (id INT PRIMARY KEY)")
 	t.Setenv("CDCSYNC_TEST_S3_SECRET", testenv.MinIOSecretKey)
-	cfg := sourceConfig(t, db.Port, testenv.ReplUser, testenv.ReplPassword, "it_lake.*", fmt.Sprintf(`
-`))
+	cfg := sourceConfig(t, db.Port, testenv.ReplUser, testenv.ReplPassword, "it_lake.*", "")
 	// A bucket that does not exist.
 	body, _ := os.ReadFile(cfg)
 	s := strings.Replace(string(body), "warehouse:\n  location: ", "warehouse:\n  s3:\n    endpoint: "+minio.Endpoint+

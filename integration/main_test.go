@@ -47,7 +47,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	binary = filepath.Join(dir, "cdcsync")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/cdcsync")
+	// The daemon is built with the race detector, so every end-to-end test
+	// also checks its goroutines.
+	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/cdcsync")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -253,13 +253,14 @@ INSERT INTO customers VALUES
   (10, 'John McCarthy',     'john@example.com',     '2024-01-14 18:45:00.000000'),
   (11, 'Radia Perlman',     'radia@example.com',    '2024-01-15 13:10:00.000000'),
   (12, 'Leslie Lamport',    'leslie@example.com',   NULL);
--- 30 orders from MariaDB's SEQUENCE engine (seq_1_to_30 yields 1..30).
+-- 18 orders from MariaDB's SEQUENCE engine (seq_1_to_18 yields 1..18); with the
+-- changes below the table keeps under 20 rows, so `cdcsync cat --limit 20` shows them all.
 INSERT INTO orders (customer_id, amount, status, created_at)
 SELECT 1 + seq % 12,
        ROUND(9.90 + (seq * 37) % 250 + (seq % 7) * 0.15, 2),
        ELT(1 + seq % 3, 'new', 'paid', 'shipped'),
        TIMESTAMP '2024-03-01 10:00:00' + INTERVAL seq * 97 MINUTE
-FROM seq_1_to_30;
+FROM seq_1_to_18;
 SQL
 sql -N -e 'SELECT CONCAT("shop.customers: ", (SELECT COUNT(*) FROM shop.customers), " rows, shop.orders: ", (SELECT COUNT(*) FROM shop.orders), " rows, GTID position ", @@gtid_binlog_pos)'
 

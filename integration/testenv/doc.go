@@ -8,6 +8,9 @@
 // Stop shuts them down cleanly and removes the directories this package
 // created.
 //
+// MariaDB.Kill and MariaDB.Restart simulate a server crash and recovery on
+// the same data directory and port.
+//
 // The binaries come from the machine: mariadbd and mariadb-install-db from
 // the mariadb-server Debian package, minio built at a pinned version into
 // <repo>/.tools/bin. scripts/test.sh installs all of them. When one is

@@ -211,7 +211,10 @@ func (m *MariaDB) start(port int) error {
 		err = m.waitReady(pr, p)
 		if err == nil {
 			m.mu.Lock()
-			m.proc, m.Port = pr, p
+			m.proc = pr
+			if m.Port != p { // Restart keeps the port: no write, no race with readers
+				m.Port = p
+			}
 			m.mu.Unlock()
 			return nil
 		}

@@ -2,89 +2,29 @@ package capture
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
 // connTestPKI holds PEM files of a test CA, a server certificate for
 // 127.0.0.1 and "localhost", and a client certificate.
-type connTestPKI struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-}
+type connTestPKI = testenv.PKI
 
 func connNewPKI(t *testing.T, dir string) connTestPKI {
 	t.Helper()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	keyDER := func(k *ecdsa.PrivateKey) []byte {
-		b, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	now := time.Now()
-	caKey := newKey()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cdcsync test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	p, err := testenv.NewPKI(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
-		k := newKey()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			DNSNames: dns, IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, k
-	}
-	srvDER, srvKey := leaf(2, "localhost", x509.ExtKeyUsageServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	cliDER, cliKey := leaf(3, "cdcsync", x509.ExtKeyUsageClientAuth, nil, nil)
-	return connTestPKI{
-		CA:         write("ca.pem", "CERTIFICATE", caDER),
-		ServerCert: write("server.pem", "CERTIFICATE", srvDER),
-		ServerKey:  write("server-key.pem", "PRIVATE KEY", keyDER(srvKey)),
-		ClientCert: write("client.pem", "CERTIFICATE", cliDER),
-		ClientKey:  write("client-key.pem", "PRIVATE KEY", keyDER(cliKey)),
-	}
+	return *p
 }
 
 func TestTLSConfig(t *testing.T) {

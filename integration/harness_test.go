@@ -31,13 +31,18 @@ type env struct {
 	cfgPath  string
 	cfg      *config.Config
 	serverID int
+	server   *testenv.MariaDB
 }
 
 type envOptions struct {
-	onMinIO bool
-	tables  string // extra YAML for the tables: section
-	extra   string // extra top-level YAML
-	epoch   string // the epoch: section's body; default "interval: 300ms"
+	onMinIO   bool
+	minio     *testenv.MinIO   // default: the shared MinIO
+	server    *testenv.MariaDB // default: the shared server
+	sourceTLS string           // the source.tls: section's body
+	s3CA      string           // warehouse.s3.ca_file
+	tables    string           // extra YAML for the tables: section
+	extra     string           // extra top-level YAML
+	epoch     string           // the epoch: section's body; default "interval: 300ms"
 }
 
 var serverIDs = struct {
@@ -52,16 +57,25 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 	serverIDs.next++
 	sid := serverIDs.next
 	serverIDs.Unlock()
-	e := &env{t: t, dir: dir, dbName: dbName, serverID: sid}
+	if o.server == nil {
+		o.server = db
+	}
+	e := &env{t: t, dir: dir, dbName: dbName, serverID: sid, server: o.server}
+	if o.sourceTLS == "" {
+		o.sourceTLS = "mode: disabled"
+	}
 	if o.epoch == "" {
 		o.epoch = "interval: 300ms"
 	}
-	mustExec(t, "DROP DATABASE IF EXISTS "+dbName)
-	mustExec(t, "CREATE DATABASE "+dbName)
+	e.exec("DROP DATABASE IF EXISTS " + dbName)
+	e.exec("CREATE DATABASE " + dbName)
+	if o.minio == nil {
+		o.minio = minio
+	}
 	warehouse := "location: " + filepath.Join(dir, "warehouse")
 	if o.onMinIO {
 		bucket := strings.ReplaceAll(strings.ToLower(dbName), "_", "-")
-		if err := minio.CreateBucket(bucket); err != nil {
+		if err := o.minio.CreateBucket(bucket); err != nil {
 			t.Fatal(err)
 		}
 		warehouse = fmt.Sprintf(`location: s3://%s/lake
@@ -70,7 +84,10 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
     region: %s
     path_style: true
     access_key_id: %s
-    secret_access_key: ${CDCSYNC_TEST_S3_SECRET}`, bucket, minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey)
+    secret_access_key: ${CDCSYNC_TEST_S3_SECRET}`, bucket, o.minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey)
+		if o.s3CA != "" {
+			warehouse += "\n    ca_file: " + o.s3CA
+		}
 	}
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
@@ -80,6 +97,8 @@ source:
   password: ${CDCSYNC_TEST_PASSWORD}
   server_id: %d
   include: ["%s.*"]
+  tls:
+    %s
 warehouse:
   %s
 catalog:
@@ -94,7 +113,7 @@ http:
   listen: "off"
 %s
 %s
-`, strings.ReplaceAll(dbName, "_", "-"), db.Port, testenv.ReplUser, sid, dbName, warehouse,
+`, strings.ReplaceAll(dbName, "_", "-"), o.server.Port, testenv.ReplUser, sid, dbName, o.sourceTLS, warehouse,
 		filepath.Join(dir, "catalog.db"), o.epoch, o.tables, o.extra)
 	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
@@ -125,6 +144,14 @@ func (e *env) rewriteConfig(old, new string) {
 	}
 	if e.cfg, err = config.Load(e.cfgPath); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// exec runs a statement as root on the env's server.
+func (e *env) exec(sql string, args ...any) {
+	e.t.Helper()
+	if err := e.server.Exec(sql, args...); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
 	}
 }
 
@@ -222,9 +249,9 @@ func (e *env) openLake() *lake.Lake {
 }
 
 // gtidPos is the server's current GTID position.
-func gtidPos(t *testing.T) string {
+func gtidPos(t *testing.T, server *testenv.MariaDB) string {
 	t.Helper()
-	r, err := db.Query("SELECT @@gtid_binlog_pos")
+	r, err := server.Query("SELECT @@gtid_binlog_pos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +263,7 @@ func gtidPos(t *testing.T) string {
 // current GTID position, or fails with the process output.
 func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 	e.t.Helper()
-	target := gtidPos(e.t)
+	target := gtidPos(e.t, e.server)
 	lk := e.openLake()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -277,10 +304,16 @@ func coversAll(t *testing.T, pos cdcsync.Position, target string) bool {
 	return true
 }
 
-// mysqlRows reads a table from MariaDB as canonical rows, sorted by key.
+// mysqlRows reads a table from the shared MariaDB as canonical rows, sorted by key.
 func mysqlRows(t *testing.T, ts *cdcsync.TableSchema) []cdcsync.Row {
 	t.Helper()
-	src := config.Source{Host: "127.0.0.1", Port: db.Port, User: testenv.ReplUser, Password: config.Secret(testenv.ReplPassword),
+	return mysqlRowsOn(t, db, ts)
+}
+
+// mysqlRowsOn reads a table from server as canonical rows, sorted by key.
+func mysqlRowsOn(t *testing.T, server *testenv.MariaDB, ts *cdcsync.TableSchema) []cdcsync.Row {
+	t.Helper()
+	src := config.Source{Host: "127.0.0.1", Port: server.Port, User: testenv.RootUser,
 		ConnectTimeout: config.Duration{Duration: 10 * time.Second}, TLS: config.TLS{Mode: config.TLSDisabled}}
 	snap, err := capture.BeginSnapshot(context.Background(), &src, cdcsync.FlavorMariaDB, "test")
 	if err != nil {
@@ -301,7 +334,7 @@ func (e *env) assertMirrors(table string) {
 	e.t.Helper()
 	ctx := context.Background()
 	lk := e.openLake()
-	conn, err := db.Connect(testenv.RootUser, "", "")
+	conn, err := e.server.Connect(testenv.RootUser, "", "")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -310,7 +343,7 @@ func (e *env) assertMirrors(table string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	want := mysqlRows(e.t, ts)
+	want := mysqlRowsOn(e.t, e.server, ts)
 	tbl, err := lk.LoadTable(ctx, lk.Identifier(e.dbName, table))
 	if err != nil {
 		e.t.Fatal(err)

@@ -68,7 +68,13 @@ func MinIOBinary() (string, error) {
 // StartMinIO starts a single-drive MinIO server on a free 127.0.0.1 port,
 // storing objects under dir/data ("" = a new temporary directory, removed by
 // Stop), and waits until /minio/health/live answers 200.
-func StartMinIO(dir string) (*MinIO, error) {
+func StartMinIO(dir string) (*MinIO, error) { return startMinIO(dir, nil) }
+
+// StartMinIOTLS starts MinIO serving HTTPS with pki's server certificate;
+// Endpoint is then https://127.0.0.1:PORT.
+func StartMinIOTLS(dir string, pki *PKI) (*MinIO, error) { return startMinIO(dir, pki) }
+
+func startMinIO(dir string, pki *PKI) (*MinIO, error) {
 	bin, err := MinIOBinary()
 	if err != nil {
 		return nil, err
@@ -92,6 +98,23 @@ func StartMinIO(dir string) (*MinIO, error) {
 			m.cleanup()
 			return nil, fmt.Errorf("testenv: %w", err)
 		}
+	}
+	hc := &http.Client{Timeout: time.Second}
+	scheme := "http://"
+	if pki != nil {
+		tlsCfg, err := pki.ClientTLS()
+		if err == nil {
+			err = copyFile(pki.ServerCert, filepath.Join(m.Dir, "certs", "public.crt"))
+		}
+		if err == nil {
+			err = copyFile(pki.ServerKey, filepath.Join(m.Dir, "certs", "private.key"))
+		}
+		if err != nil {
+			m.cleanup()
+			return nil, fmt.Errorf("testenv: minio certificates: %w", err)
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: tlsCfg}
+		scheme = "https://"
 	}
 	env := append(os.Environ(),
 		"MINIO_ROOT_USER="+m.AccessKey,
@@ -124,10 +147,10 @@ func StartMinIO(dir string) (*MinIO, error) {
 			m.cleanup()
 			return nil, err
 		}
-		endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = waitMinIO(pr, endpoint, logPath); err == nil {
+		endpoint := scheme + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = waitMinIO(pr, hc, endpoint, logPath); err == nil {
 			m.proc, m.Port, m.Endpoint = pr, port, endpoint
-			m.s3 = newS3Client(endpoint, m.AccessKey, m.SecretKey)
+			m.s3 = newS3Client(hc, endpoint, m.AccessKey, m.SecretKey)
 			return m, nil
 		}
 		pr.kill()
@@ -141,8 +164,7 @@ func StartMinIO(dir string) (*MinIO, error) {
 	return nil, lastErr
 }
 
-func waitMinIO(pr *proc, endpoint, logPath string) error {
-	hc := &http.Client{Timeout: time.Second}
+func waitMinIO(pr *proc, hc *http.Client, endpoint, logPath string) error {
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
@@ -164,8 +186,9 @@ func waitMinIO(pr *proc, endpoint, logPath string) error {
 		endpoint, startTimeout, lastErr, tailFile(logPath, 30))
 }
 
-func newS3Client(endpoint, accessKey, secretKey string) *s3.Client {
+func newS3Client(hc *http.Client, endpoint, accessKey, secretKey string) *s3.Client {
 	return s3.New(s3.Options{
+		HTTPClient:   &http.Client{Transport: hc.Transport},
 		BaseEndpoint: aws.String(endpoint),
 		Region:       MinIORegion,
 		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
@@ -231,4 +254,12 @@ func (m *MinIO) cleanup() {
 	if m.ownsDir {
 		_ = os.RemoveAll(m.Dir)
 	}
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
 }

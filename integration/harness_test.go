@@ -40,6 +40,7 @@ type envOptions struct {
 	server    *testenv.MariaDB // default: the shared server
 	sourceTLS string           // the source.tls: section's body
 	s3CA      string           // warehouse.s3.ca_file
+	pgDSN     string           // a PostgreSQL catalog at this DSN instead of SQLite
 	tables    string           // extra YAML for the tables: section
 	extra     string           // extra top-level YAML
 	epoch     string           // the epoch: section's body; default "interval: 300ms"
@@ -61,6 +62,10 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 		o.server = db
 	}
 	e := &env{t: t, dir: dir, dbName: dbName, serverID: sid, server: o.server}
+	catalogSQL := "driver: sqlite\n    dsn: " + filepath.Join(dir, "catalog.db")
+	if o.pgDSN != "" {
+		catalogSQL = "driver: postgres\n    dsn: " + o.pgDSN
+	}
 	if o.sourceTLS == "" {
 		o.sourceTLS = "mode: disabled"
 	}
@@ -105,8 +110,7 @@ catalog:
   type: sql
   name: cdcsync
   sql:
-    driver: sqlite
-    dsn: %s
+    %s
 epoch:
   %s
 http:
@@ -114,7 +118,7 @@ http:
 %s
 %s
 `, strings.ReplaceAll(dbName, "_", "-"), o.server.Port, testenv.ReplUser, sid, dbName, o.sourceTLS, warehouse,
-		filepath.Join(dir, "catalog.db"), o.epoch, o.tables, o.extra)
+		catalogSQL, o.epoch, o.tables, o.extra)
 	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

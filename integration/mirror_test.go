@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/integration/testenv"
 	"github.com/cdcsync/cdcsync/lake"
 )
 
@@ -16,8 +17,9 @@ var mirroredTables = []string{"items", "pairs", "events"}
 // mirrorScenario preloads rows (copied by the initial snapshot), streams a
 // randomized workload, checks every table row for row, checks what the
 // snapshots record, and stops cdcsync with SIGTERM.
-func mirrorScenario(t *testing.T, dbName string, onMinIO bool) {
-	e := newEnv(t, dbName, envOptions{onMinIO: onMinIO, tables: fmt.Sprintf(workloadTables, dbName)})
+func mirrorScenario(t *testing.T, dbName string, o envOptions) {
+	o.tables = fmt.Sprintf(workloadTables, dbName)
+	e := newEnv(t, dbName, o)
 	createWorkloadSchema(t, dbName)
 	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 150) // rows that exist before cdcsync starts: the initial copy
@@ -66,10 +68,24 @@ func mirrorScenario(t *testing.T, dbName string, onMinIO bool) {
 	}
 }
 
-func TestMirrorLocalWarehouse(t *testing.T) { mirrorScenario(t, "it_local", false) }
+func TestMirrorLocalWarehouse(t *testing.T) { mirrorScenario(t, "it_local", envOptions{}) }
+
+// TestMirrorPostgresCatalog keeps the catalog in PostgreSQL, the database
+// Spark's and Trino's JDBC catalogs read, with the warehouse on MinIO.
+func TestMirrorPostgresCatalog(t *testing.T) {
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	if err := pg.CreateDatabase("lakecat"); err != nil {
+		t.Fatal(err)
+	}
+	mirrorScenario(t, "it_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("lakecat")})
+}
 
 func TestMirrorMinIO(t *testing.T) {
-	mirrorScenario(t, "it_minio", true)
+	mirrorScenario(t, "it_minio", envOptions{onMinIO: true})
 	objs, err := minio.ListObjects("it-minio", "lake/")
 	if err != nil {
 		t.Fatal(err)

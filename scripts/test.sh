@@ -2,6 +2,7 @@
 # Runs every check and test of cdcsync: gofmt, go vet, staticcheck, go test.
 #
 # Installs what the tests need when it is missing (as root, on Debian 12):
+#   - postgresql (apt): a private server per test run holds the SQL catalog;
 #   - mariadb-server + mariadb-client (apt): the integration tests start their
 #     own private mariadbd on free 127.0.0.1 ports; the system service, if the
 #     package starts one, is not used;
@@ -90,10 +91,12 @@ banner "Checking the Go toolchain"
 command -v go >/dev/null 2>&1 || die "go not found: install Go $(awk '$1 == "go" { print $2 }' go.mod) or newer (https://go.dev/dl/) and put it on PATH"
 go version
 
-banner "Installing system packages (MariaDB, C compiler for -race) if missing"
+banner "Installing system packages (MariaDB, PostgreSQL, C compiler for -race) if missing"
 pkgs=()
 have mariadbd || pkgs+=(mariadb-server)
 have mariadb || pkgs+=(mariadb-client)
+# PostgreSQL backs the SQL-catalog tests (the JDBC catalog Spark and Trino read).
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || pkgs+=(postgresql)
 if ! command -v "$(go env CC)" >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
 	pkgs+=(gcc libc6-dev)
 fi

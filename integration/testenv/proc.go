@@ -25,6 +25,12 @@ type proc struct {
 // exits, so the fork happens on a goroutine locked to its OS thread, and that
 // goroutine stays alive in Wait until the child has exited.
 func startProc(name string, args, env []string, logPath string) (*proc, error) {
+	return startProcAs(nil, name, args, env, logPath)
+}
+
+// startProcAs is startProc running the child as another user (cred), for
+// servers that refuse to run as root.
+func startProcAs(cred *syscall.Credential, name string, args, env []string, logPath string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
@@ -33,7 +39,7 @@ func startProc(name string, args, env []string, logPath string) (*proc, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {

@@ -308,12 +308,6 @@ func coversAll(t *testing.T, pos cdcsync.Position, target string) bool {
 	return true
 }
 
-// mysqlRows reads a table from the shared MariaDB as canonical rows, sorted by key.
-func mysqlRows(t *testing.T, ts *cdcsync.TableSchema) []cdcsync.Row {
-	t.Helper()
-	return mysqlRowsOn(t, db, ts)
-}
-
 // mysqlRowsOn reads a table from server as canonical rows, sorted by key.
 func mysqlRowsOn(t *testing.T, server *testenv.MariaDB, ts *cdcsync.TableSchema) []cdcsync.Row {
 	t.Helper()

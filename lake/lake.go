@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 
@@ -145,10 +146,30 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties)
 	opts = append(opts, rest.WithAdditionalProps(props))
 	cat, err := rest.NewCatalog(ctx, cfg.Catalog.Name, r.URI, opts...)
 	if err != nil {
-		msg := redact(redact(err.Error(), r.Credential.Value()), r.Token.Value())
+		msg := err.Error()
+		if errors.Is(err, rest.ErrOAuthError) {
+			// iceberg-go keeps only the OAuth2 error code of a refused token
+			// request (often none: the message can end in an empty string),
+			// so say which request failed.
+			msg = fmt.Sprintf("getting an OAuth2 token for catalog.rest.credential from %s/v1/oauth/tokens failed (%s)", strings.TrimRight(r.URI, "/"), msg)
+		}
+		for _, s := range restSecrets(r) {
+			msg = redact(msg, s)
+		}
 		return nil, fmt.Errorf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg)
 	}
 	return cat, nil
+}
+
+// restSecrets are the strings no message about the REST catalog may show:
+// the credential, its secret part alone (the client secret is sent on its
+// own, form-encoded, in the token request) and the token.
+func restSecrets(r *config.RESTCatalog) []string {
+	out := []string{r.Credential.Value(), r.Token.Value()}
+	if _, secret, ok := strings.Cut(r.Credential.Value(), ":"); ok && secret != "" {
+		out = append(out, secret, url.QueryEscape(secret))
+	}
+	return out
 }
 
 // redact removes a secret from a message produced by a library.

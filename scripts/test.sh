@@ -117,6 +117,9 @@ fi
 banner "Installing pinned tools into .tools/bin if missing"
 go_install "$MINIO_PKG" "$MINIO_PKG" "$MINIO_VERSION" minio
 go_install "$STATICCHECK_PKG" "$STATICCHECK_MODULE" "$STATICCHECK_VERSION" staticcheck
+# The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17
+# and Maven from apt) for the REST-catalog tests, jars in .tools/rest-catalog.
+bash "$REPO/scripts/rest-catalog.sh"
 
 failed=()
 

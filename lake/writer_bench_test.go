@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,12 +153,13 @@ catalog:
 	return lk, t
 }
 
-// perRow reports ns/row, B/row and, when size > 0, file-B/row.
-func perRow(b *testing.B, rows int, before runtime.MemStats, elapsed time.Duration, size int64) {
+// perRow reports ns/row, cpu-ns/row, B/row and, when size > 0, file-B/row.
+func perRow(b *testing.B, rows int, before runtime.MemStats, elapsed, cpu time.Duration, size int64) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	n := float64(b.N) * float64(rows)
 	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/row")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/row")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/row")
 	if size > 0 {
 		b.ReportMetric(float64(size)/float64(rows), "file-B/row")
@@ -173,7 +175,7 @@ func BenchmarkArrowBuild(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
 		for rec, err := range sliceBatches(t.dataOut, rows) {
 			if err != nil {
@@ -182,9 +184,9 @@ func BenchmarkArrowBuild(b *testing.B) {
 			rec.Release()
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, len(rows), ms, elapsed, 0)
+	perRow(b, len(rows), ms, elapsed, cpu, 0)
 }
 
 // BenchmarkWriteArrow is cdcsync's data-file path: rows -> Arrow ->
@@ -198,7 +200,7 @@ func BenchmarkWriteArrow(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
 		files, err := t.writeData(ctx, t.tbl, sliceBatches(t.dataOut, rows))
 		if err != nil {
@@ -209,9 +211,9 @@ func BenchmarkWriteArrow(b *testing.B) {
 		}
 		size = files[0].FileSizeBytes()
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, len(rows), ms, elapsed, size)
+	perRow(b, len(rows), ms, elapsed, cpu, size)
 }
 
 // pqSchema is the Parquet schema parquet-go writes: every column with its
@@ -402,7 +404,7 @@ func BenchmarkWriteParquetGo(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("%d.parquet", i))
 		f, err := os.Create(p)
@@ -421,9 +423,9 @@ func BenchmarkWriteParquetGo(b *testing.B) {
 		}
 		size = df.FileSizeBytes()
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, len(rows), ms, elapsed, size)
+	perRow(b, len(rows), ms, elapsed, cpu, size)
 }
 
 // checkParquetGoFile fails unless every leaf column has its Iceberg field id
@@ -498,16 +500,16 @@ func BenchmarkCommit(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
 		pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", i+1)}
 		if err := t.Commit(ctx, Epoch{Number: int64(i + 1), Pos: pos}, rows, rows); err != nil {
 			b.Fatal(err)
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, n, ms, elapsed, 0)
+	perRow(b, n, ms, elapsed, cpu, 0)
 }
 
 // TestDecimalFromCanonical checks the fast decimal path of rows.go against
@@ -569,4 +571,13 @@ func TestDecimalFromCanonical(t *testing.T) {
 			t.Errorf("decimalFromCanonical(%q, %d, %d) accepted a non-canonical or too wide value", bad.s, bad.prec, bad.scale)
 		}
 	}
+}
+
+// cpuNow is the process's user+system CPU time. The benchmarks report CPU
+// time per unit next to wall time: on a shared 2-core machine wall time
+// swings with the load, CPU time much less.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/cdcsync/cdcsync/integration/testenv"
+)
+
+// cpuSelf is this process's user+system CPU time.
+func cpuSelf() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// decodeResult is Baseline A.
+type decodeResult struct {
+	Wall       time.Duration
+	CPU        time.Duration
+	RowChanges int64
+	Events     int64
+	Bytes      int64 // binlog bytes read
+}
+
+// rawDecode reads the binlog from start (file/offset) with go-mysql's
+// BinlogSyncer configured like capture/stream.go (ParseTime, UseDecimal)
+// until the transaction with GTID sequence number target has been read,
+// and discards the events. CPU is this process's getrusage around it; the
+// harness does nothing else meanwhile.
+func rawDecode(db *testenv.MariaDB, start mysql.Position, target uint64) (decodeResult, error) {
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:             4243,
+		Flavor:               "mariadb",
+		Host:                 db.Host,
+		Port:                 uint16(db.Port),
+		User:                 testenv.ReplUser,
+		Password:             testenv.ReplPassword,
+		ParseTime:            true,
+		UseDecimal:           true,
+		HeartbeatPeriod:      10 * time.Second,
+		ReadTimeout:          60 * time.Second,
+		MaxReconnectAttempts: 1,
+		DisableRetrySync:     true,
+		Logger:               slog.New(slog.DiscardHandler),
+	})
+	defer syncer.Close()
+	var res decodeResult
+	cpu0, t0 := cpuSelf(), time.Now()
+	streamer, err := syncer.StartSync(start)
+	if err != nil {
+		return res, fmt.Errorf("baseline A: start sync at %v: %w", start, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var cur uint64
+	for {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			return res, fmt.Errorf("baseline A: read the binlog: %w", err)
+		}
+		res.Events++
+		res.Bytes += int64(ev.Header.EventSize)
+		switch e := ev.Event.(type) {
+		case *replication.MariadbGTIDEvent:
+			cur = e.GTID.SequenceNumber
+		case *replication.RowsEvent:
+			n := int64(len(e.Rows))
+			if e.Type() == replication.EnumRowsEventTypeUpdate {
+				n /= 2
+			}
+			res.RowChanges += n
+		case *replication.XIDEvent:
+			if cur >= target {
+				res.Wall, res.CPU = time.Since(t0), cpuSelf()-cpu0
+				return res, nil
+			}
+		}
+	}
+}
+
+// selectResult is Baseline B.
+type selectResult struct {
+	Rows      int64
+	GoWall    time.Duration // go-mysql ExecuteSelectStreaming, rows discarded
+	GoCPU     time.Duration
+	CLIWall   time.Duration // mariadb --quick > /dev/null
+	CLICPU    time.Duration
+	CLIStatus string
+}
+
+func rawSelect(db *testenv.MariaDB) (selectResult, error) {
+	var res selectResult
+	conn, err := db.Connect(testenv.ReplUser, testenv.ReplPassword, "")
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	cpu0, t0 := cpuSelf(), time.Now()
+	var r mysql.Result
+	err = conn.ExecuteSelectStreaming("SELECT * FROM bench.t", &r, func(row []mysql.FieldValue) error {
+		res.Rows++
+		return nil
+	}, nil)
+	res.GoWall, res.GoCPU = time.Since(t0), cpuSelf()-cpu0
+	if err != nil {
+		return res, fmt.Errorf("baseline B: %w", err)
+	}
+	cli, err := exec.LookPath("mariadb")
+	if err != nil {
+		res.CLIStatus = "mariadb client not found"
+		return res, nil
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return res, err
+	}
+	defer devnull.Close()
+	cmd := exec.Command(cli, "--no-defaults", "--quick", "-h", "127.0.0.1", "-P", strconv.Itoa(db.Port),
+		"-u", testenv.ReplUser, "-p"+testenv.ReplPassword, "-e", "select * from bench.t")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = devnull, &stderr
+	t0 = time.Now()
+	err = cmd.Run()
+	res.CLIWall = time.Since(t0)
+	if err != nil {
+		res.CLIStatus = fmt.Sprintf("mariadb client failed: %v %s", err, stderr.String())
+		return res, nil
+	}
+	res.CLICPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return res, nil
+}
+
+// binlogPos is SHOW MASTER STATUS.
+func binlogPos(conn *client.Conn) (mysql.Position, error) {
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		return mysql.Position{}, err
+	}
+	defer r.Close()
+	name, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	return mysql.Position{Name: name, Pos: uint32(pos)}, nil
+}
+
+func gtidBinlogPos(conn *client.Conn) (string, error) {
+	r, err := conn.Execute("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	s, err := r.GetString(0, 0)
+	return string([]byte(s)), err
+}

@@ -148,8 +148,14 @@ func (m *MariaDB) installDB() error {
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
+	// A private tmpdir: two installs at once in the shared /tmp collide on
+	// their temporary table names.
+	if err := os.MkdirAll(m.tmpDir(), 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
 	args = append(args,
 		"--datadir="+m.DataDir,
+		"--tmpdir="+m.tmpDir(),
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
@@ -162,6 +168,8 @@ func (m *MariaDB) installDB() error {
 	return nil
 }
 
+func (m *MariaDB) tmpDir() string { return filepath.Join(m.Dir, "tmp") }
+
 // args returns the mariadbd command line for port.
 func (m *MariaDB) args(port int) []string {
 	args := []string{"--no-defaults"}
@@ -171,6 +179,7 @@ func (m *MariaDB) args(port int) []string {
 	args = append(args,
 		"--datadir="+m.DataDir,
 		"--port="+strconv.Itoa(port),
+		"--tmpdir="+m.tmpDir(),
 		"--socket="+m.Socket,
 		"--bind-address=127.0.0.1",
 		"--log-bin="+filepath.Join(m.DataDir, "binlog"),

@@ -34,9 +34,11 @@ const (
 	KindDate             // int32, days since 1970-01-01
 	KindTimestamp        // int64, microseconds since 1970-01-01 of the wall clock (DATETIME)
 	KindTimestampTZ      // int64, microseconds since the Unix epoch, UTC (TIMESTAMP)
+	KindBool             // bool (BIT(1))
+	KindTime             // int64, signed microseconds, any magnitude (TIME: -838:59:59 to 838:59:59)
 )
 
-var kindNames = [...]string{"invalid", "int32", "int64", "decimal", "float32", "float64", "string", "binary", "date", "timestamp", "timestamptz"}
+var kindNames = [...]string{"invalid", "int32", "int64", "decimal", "float32", "float64", "string", "binary", "date", "timestamp", "timestamptz", "boolean", "time"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -47,13 +49,18 @@ func (k Kind) String() string {
 
 // Column is one column of a MySQL table and the kind cdcsync maps it to.
 type Column struct {
-	Name       string
-	DataType   string // information_schema DATA_TYPE, lower case: "int", "varchar", ...
-	ColumnType string // information_schema COLUMN_TYPE: "int(10) unsigned", "decimal(10,2)", ...
+	Name     string
+	DataType string // information_schema DATA_TYPE, lower case: "int", "varchar", ...
+	// ColumnType is information_schema's COLUMN_TYPE: "int(10) unsigned",
+	// "decimal(10,2)", "enum('a','b')", ... For a text column in a character
+	// set other than utf8mb4, utf8mb3 and ascii, capture.MapColumn appends
+	// " character set <name>" ("varchar(10) character set latin1"), so that
+	// the schema names the encoding of the binlog's bytes wherever it is kept.
+	ColumnType string
 	Kind       Kind
 	Nullable   bool
 	Unsigned   bool
-	Precision  int // DECIMAL precision, or 20 for BIGINT UNSIGNED
+	Precision  int // DECIMAL precision, or 20 for BIGINT UNSIGNED and BIT(64)
 	Scale      int // DECIMAL scale
 }
 
@@ -114,4 +121,8 @@ type Txn struct {
 	Time    time.Time // commit time written by the server
 	Changes []Change
 	Bytes   int // approximate size of the decoded changes, for sealing epochs
+	// DDL holds the effects of a DDL statement (or of a rows event cdcsync
+	// cannot follow) on mirrored tables. The pipeline commits everything
+	// before the transaction first, then applies them, then the changes.
+	DDL []SchemaChange
 }

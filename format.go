@@ -40,8 +40,24 @@ func Format(k Kind, v any) string {
 		if f, ok := v.(float32); ok {
 			return strconv.FormatFloat(float64(f), 'g', -1, 32)
 		}
+	case KindTime:
+		if us, ok := v.(int64); ok {
+			return FormatTime(us)
+		}
 	}
 	return fmt.Sprint(v)
+}
+
+// FormatTime renders microseconds as MySQL prints a TIME(6):
+// "-838:59:59.000000", "00:00:00.000001", "100:00:00.000000".
+func FormatTime(us int64) string {
+	sign := ""
+	u := uint64(us)
+	if us < 0 {
+		sign, u = "-", uint64(-(us+1))+1
+	}
+	s := u / 1e6
+	return fmt.Sprintf("%s%02d:%02d:%02d.%06d", sign, s/3600, s/60%60, s%60, u%1e6)
 }
 
 // SortRows orders rows by primary key, for output people and tests compare.
@@ -91,6 +107,16 @@ func compareValues(k Kind, a, b any) int {
 	case []byte:
 		if y, ok := b.([]byte); ok {
 			return bytes.Compare(x, y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0
+			case y:
+				return -1
+			}
+			return 1
 		}
 	}
 	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
@@ -40,21 +40,14 @@ type decodeResult struct {
 // and discards the events. CPU is this process's getrusage around it; the
 // harness does nothing else meanwhile.
 func rawDecode(db *testenv.MariaDB, start mysql.Position, target uint64) (decodeResult, error) {
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:             4243,
-		Flavor:               "mariadb",
-		Host:                 db.Host,
-		Port:                 uint16(db.Port),
-		User:                 testenv.ReplUser,
-		Password:             testenv.ReplPassword,
-		ParseTime:            true,
-		UseDecimal:           true,
-		HeartbeatPeriod:      10 * time.Second,
-		ReadTimeout:          60 * time.Second,
-		MaxReconnectAttempts: 1,
-		DisableRetrySync:     true,
-		Logger:               slog.New(slog.DiscardHandler),
-	})
+	syncer := replication.NewBinlogSyncer(capture.DecodingSyncerConfig(replication.BinlogSyncerConfig{
+		ServerID: 4243,
+		Flavor:   "mariadb",
+		Host:     db.Host,
+		Port:     uint16(db.Port),
+		User:     testenv.ReplUser,
+		Password: testenv.ReplPassword,
+	}))
 	defer syncer.Close()
 	var res decodeResult
 	cpu0, t0 := cpuSelf(), time.Now()

@@ -246,13 +246,30 @@ func TestRowDecodersMatchValueDecoders(t *testing.T) {
 	s.Columns = append(s.Columns,
 		cdcsync.Column{Name: "big", DataType: "decimal", ColumnType: "decimal(50,5)", Kind: cdcsync.KindString, Nullable: true, Precision: 50, Scale: 5},
 		cdcsync.Column{Name: "bin", DataType: "binary", ColumnType: "binary(4)", Kind: cdcsync.KindBinary, Nullable: true})
+	// Every kind of column whose decoding differs, mapped by MapColumn.
+	for _, c := range [][3]string{
+		{"char", "char(6)", "utf8mb4"}, {"varchar", "varchar(10)", "latin1"}, {"char", "char(4)", "gbk"}, {"enum", "enum('a','b''c')", "utf8mb4"},
+		{"set", "set('x','y','z')", "utf8mb4"}, {"bit", "bit(1)", ""}, {"bit", "bit(12)", ""}, {"bit", "bit(64)", ""}, {"time", "time(3)", ""},
+		{"year", "year(4)", ""}, {"inet6", "inet6", ""}, {"uuid", "uuid", ""}, {"point", "point", ""}, {"json", "json", ""},
+	} {
+		col := cdcsync.Column{Name: fmt.Sprintf("x%d", len(s.Columns)), DataType: c[0], ColumnType: c[1], Nullable: true}
+		if err := MapColumn(&col, c[2]); err != nil {
+			t.Fatal(err)
+		}
+		s.Columns = append(s.Columns, col)
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	str := func(s string) mysql.FieldValue { return mysql.NewFieldValue(mysql.FieldValueTypeString, 0, []byte(s)) }
 	var binRows [][]any
 	var snapRows [][]mysql.FieldValue
 	for i := 0; i < 300; i++ {
-		b := append(binlogRow(int64(i+1), r), decimal.RequireFromString("12345678901234567890123456789.5"), []byte("ab"))
-		sn := append(snapshotRow(int64(i+1), r), str("12345678901234567890123456789.50000"), str("ab\x00\x00"))
+		b := append(binlogRow(int64(i+1), r), decimal.RequireFromString("12345678901234567890123456789.5"), []byte("ab"),
+			"ab  ", "caf\xe9", "\xd6\xd0 ", int64(2), int64(5), int64(1), int64(0xabc), int64(-2), "-100:00:00.5",
+			2024, "\x20\x01\x0d\xb8", "\x12>Eg\xe8\x9b\x12\xd3\xa4VBfUD", []byte("\x00\x00\x00\x00\x01\x01\x00"), `{"a":1}`)
+		sn := append(snapshotRow(int64(i+1), r), str("12345678901234567890123456789.50000"), str("ab\x00\x00"),
+			str("ab"), str("café"), str("中"), str("b'c"), str("x,z"), str("\x01"), str("\x0a\xbc"),
+			str("\xff\xff\xff\xff\xff\xff\xff\xfe"), str("-100:00:00.500"), mysql.NewFieldValue(mysql.FieldValueTypeUnsigned, 2024, nil),
+			str("2001:db8::"), str("123e4567-e89b-12d3-a456-426655440000"), str("\x00\x00\x00\x00\x01\x01\x00"), str(`{"a": 1}`))
 		for j := range b {
 			if r.IntN(8) == 0 {
 				b[j], sn[j] = nil, mysql.FieldValue{}
@@ -272,8 +289,28 @@ func TestRowDecodersMatchValueDecoders(t *testing.T) {
 		case 5:
 			b[6], b[9] = "", []byte{}
 			sn[6], sn[9] = str(""), str("")
+		case 6:
+			b[len(b)-11] = int64(9) // no such ENUM label
+		case 7:
+			b[len(b)-6], sn[len(sn)-6] = "25:61:00", str("25:61:00") // not a time
 		}
 		binRows, snapRows = append(binRows, b), append(snapRows, sn)
+	}
+	ok := 0
+	first := len(benchSchema().Columns) + 2 // the columns both paths give the same values in
+	for i := range binRows {
+		b, berr := DecodeBinlogRow(s, binRows[i])
+		sn, serr := DecodeSnapshotRow(s, snapRows[i])
+		if berr != nil || serr != nil {
+			continue
+		}
+		ok++
+		if !reflect.DeepEqual(b[first:], sn[first:]) {
+			t.Errorf("row %d: binlog %#v, snapshot %#v", i, b[first:], sn[first:])
+		}
+	}
+	if ok < 100 {
+		t.Errorf("only %d rows decode on both paths", ok)
 	}
 	for i := range binRows {
 		got, gerr := DecodeBinlogRow(s, binRows[i])

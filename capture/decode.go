@@ -79,6 +79,10 @@ const (
 	ReasonUnsupportedColumn
 	// ReasonPartialJSON: a partial JSON update (binlog_row_value_options=PARTIAL_JSON).
 	ReasonPartialJSON
+	// ReasonInvalidDate: a date with a day its month does not have
+	// ('2024-02-30', allowed by sql_mode ALLOW_INVALID_DATES), which Iceberg
+	// cannot store either. The zero-date policies apply to it.
+	ReasonInvalidDate
 )
 
 // ValueError is the error of DecodeBinlog and DecodeSnapshot (and of the
@@ -101,8 +105,13 @@ func (e *ValueError) where() string {
 }
 
 func (e *ValueError) Error() string {
-	if e.Reason == ReasonZeroDate {
-		return fmt.Sprintf("zero date %q in %s cannot be stored in Iceberg", e.Value, e.where())
+	if e.Reason == ReasonZeroDate || e.Reason == ReasonInvalidDate {
+		what := "zero date"
+		if e.Reason == ReasonInvalidDate {
+			what = "invalid date"
+		}
+		return fmt.Sprintf("%s %q in %s cannot be stored in Iceberg; to mirror such values, set types.%s to to_null or to_epoch (see docs/types.md)",
+			what, e.Value, e.where(), e.Detail)
 	}
 	msg := fmt.Sprintf("%s (%s): %s", e.where(), e.ColumnType, e.Detail)
 	if e.Value != "" {
@@ -134,6 +143,19 @@ func decShow(v any) string {
 	return s
 }
 
+// decZeroDate is the error for a zero (or, with reason ReasonInvalidDate,
+// invalid) date; Detail holds the key of its policy.
+func decZeroDate(c *cdcsync.Column, reason ValueReason, value string) error {
+	key := "zero_date"
+	switch c.Kind {
+	case cdcsync.KindTimestamp:
+		key = "zero_datetime"
+	case cdcsync.KindTimestampTZ:
+		key = "zero_timestamp"
+	}
+	return &ValueError{Column: c.Name, ColumnType: c.ColumnType, Value: value, Reason: reason, Detail: key}
+}
+
 func decBadType(c *cdcsync.Column, path string, v any) error {
 	return decErr(c, ReasonBadValue, decShow(v), "unexpected value of Go type %T from the %s for kind %s", v, path, c.Kind)
 }
@@ -147,6 +169,12 @@ func decBadType(c *cdcsync.Column, path string, v any) error {
 // profiles of the catch-up showed allocation and GC as the largest cost of
 // decoding after the DECIMAL formatting (see docs/performance.md).
 func DecodeBinlogRow(s *cdcsync.TableSchema, values []any) (cdcsync.Row, error) {
+	return decodeBinlogRow(s, values, nil, cdcsync.Position{})
+}
+
+// decodeBinlogRow is DecodeBinlogRow applying policy p (see ValuePolicy)
+// to values Iceberg cannot hold.
+func decodeBinlogRow(s *cdcsync.TableSchema, values []any, p *ValuePolicy, pos cdcsync.Position) (cdcsync.Row, error) {
 	if len(values) != len(s.Columns) {
 		return nil, fmt.Errorf("a binlog row of %s has %d columns but its schema has %d: the table changed without cdcsync seeing the DDL, or binlog_row_image is not FULL", s.ID, len(values), len(s.Columns))
 	}
@@ -171,6 +199,10 @@ func DecodeBinlogRow(s *cdcsync.TableSchema, values []any) (cdcsync.Row, error) 
 		}
 		v, err := DecodeBinlog(c, values[i])
 		if err != nil {
+			if v, ok := p.apply(s, c, err, pos, "binlog"); ok {
+				row[i] = v
+				continue
+			}
 			return nil, decWithTable(err, s.ID)
 		}
 		row[i] = v
@@ -184,15 +216,23 @@ func DecodeBinlogRow(s *cdcsync.TableSchema, values []any) (cdcsync.Row, error) 
 func decBinlogFast(c *cdcsync.Column, v any, a *decArena) (any, bool) {
 	switch c.Kind {
 	case cdcsync.KindString:
-		if decIsDecimalType(c) || decIsJSON(c) {
+		class := decStrClassOf(c.DataType)
+		if class > decStrChar || decHasCharset(c) {
 			return nil, false
 		}
+		var t string
 		switch x := v.(type) {
 		case string:
-			return a.str(x), true
+			t = x
 		case []byte:
-			return a.str(unsafeString(x)), true
+			t = unsafeString(x)
+		default:
+			return nil, false
 		}
+		if class == decStrChar {
+			t = strings.TrimRight(t, " ")
+		}
+		return a.str(t), true
 	case cdcsync.KindDecimal:
 		if d, ok := v.(decimal.Decimal); ok {
 			var buf [96]byte
@@ -212,6 +252,11 @@ func decBinlogFast(c *cdcsync.Column, v any, a *decArena) (any, bool) {
 // row's text in one buffer, and it parses dates and times from go-mysql's
 // buffer without copying them first.
 func DecodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue) (cdcsync.Row, error) {
+	return decodeSnapshotRow(s, values, nil, cdcsync.Position{})
+}
+
+// decodeSnapshotRow is DecodeSnapshotRow applying policy p.
+func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *ValuePolicy, pos cdcsync.Position) (cdcsync.Row, error) {
 	if len(values) != len(s.Columns) {
 		return nil, fmt.Errorf("a SELECT of %s returned %d columns but its schema has %d: select SelectList(schema)", s.ID, len(values), len(s.Columns))
 	}
@@ -234,6 +279,10 @@ func DecodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue) (cdcsy
 		}
 		v, err := DecodeSnapshot(c, values[i])
 		if err != nil {
+			if v, ok := p.apply(s, c, err, pos, "initial copy"); ok {
+				row[i] = v
+				continue
+			}
 			return nil, decWithTable(err, s.ID)
 		}
 		row[i] = v
@@ -252,7 +301,7 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena) (any, 
 	t := unsafeString(v.AsString()) // valid only during this call
 	switch c.Kind {
 	case cdcsync.KindString:
-		if decIsDecimalType(c) || decIsJSON(c) {
+		if class := decStrClassOf(c.DataType); class == decStrDecimal || class == decStrJSON || (class <= decStrChar && decHasCharset(c)) {
 			return nil, false
 		}
 		return a.str(t), true
@@ -297,6 +346,14 @@ func (a *decArena) str(s string) string {
 	return unsafe.String(&a.buf[start], len(s))
 }
 
+// unsafeSlice views s as bytes without copying; they must not be written.
+func unsafeSlice(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
 // unsafeString views b as a string without copying; the caller must not
 // keep it beyond b's lifetime or let b change while it is used.
 func unsafeString(b []byte) string {
@@ -326,26 +383,37 @@ func decWithTable(err error, id cdcsync.TableID) error {
 //     signedness (binlog_row_metadata); a signed Go value in an UNSIGNED
 //     column is reinterpreted at the column's width (int8(-1) in TINYINT
 //     UNSIGNED is 255, a MEDIUMINT UNSIGNED arrives 24-bit sign-extended);
+//     YEAR: int (0 for the zero year);
+//   - BIT(n): int64 holding the n bits (BIT(64) may be negative);
 //   - DECIMAL: decimal.Decimal (a string without UseDecimal), formatted with
 //     exactly Scale fraction digits;
 //   - FLOAT float32, DOUBLE float64;
-//   - CHAR/VARCHAR: string; TEXT: []byte; BINARY/VARBINARY: string; BLOB:
-//     []byte. BINARY(n) arrives without its trailing 0x00 bytes (the server
+//   - CHAR/VARCHAR: string; TEXT: []byte; BINARY/VARBINARY: string; BLOB
+//     and spatial types: []byte. Text is in the column's character set and is
+//     converted to UTF-8 (charset.go); CHAR loses trailing spaces as in a
+//     SELECT. BINARY(n) arrives without its trailing 0x00 bytes (the server
 //     strips them when it writes the row) and is padded back to n bytes, as
-//     SELECT returns it;
+//     SELECT returns it; so are MariaDB's INET4, INET6 and UUID (4, 16 and 16
+//     bytes), which are then printed as the server prints them. Spatial values
+//     lose MySQL's 4-byte SRID prefix (WKB remains);
+//   - ENUM: int64 index (0 for the empty error value), SET: int64 bit mask;
+//     both become their labels from c.ColumnType;
 //   - DATE: always a "YYYY-MM-DD" string;
 //   - DATETIME: time.Time in UTC holding the wall clock, but a string for
 //     values before 1970 and for zero dates;
 //   - TIMESTAMP: time.Time of the true instant (in time.Local, which does not
 //     matter: only the instant is used), or the string "0000-00-00
-//     00:00:00[.ffffff]" for the zero timestamp;
+//     00:00:00[.ffffff]" for the zero timestamp; a non-zero TIMESTAMP as text
+//     (ParseTime off) is taken as UTC, so a reader without ParseTime must set
+//     BinlogSyncerConfig.TimestampStringLocation to time.UTC;
+//   - TIME: a "[-]H:MM:SS[.ffffff]" string;
 //   - JSON (MySQL): the JSON text as a string ([]byte accepted); it is
 //     canonicalised (see decCanonicalJSON) so that it equals the text SELECT
 //     returns, which is formatted differently. MariaDB JSON is a LONGTEXT and
 //     is kept verbatim.
 //
 // Zero dates (and dates with a zero month or day) are a *ValueError with
-// Reason ReasonZeroDate.
+// Reason ReasonZeroDate, impossible days ReasonInvalidDate.
 func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -353,12 +421,32 @@ func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
 	const path = "binlog"
 	switch c.Kind {
 	case cdcsync.KindInt32, cdcsync.KindInt64:
+		if decIsBit(c) {
+			u, ok := decBinlogBits(c, v)
+			if !ok || u > math.MaxInt64 {
+				return nil, decBadType(c, path, v)
+			}
+			return decIntKind(c, u, false)
+		}
 		u, neg, ok := decBinlogInt(c, v)
 		if !ok {
 			return nil, decBadType(c, path, v)
 		}
 		return decIntKind(c, u, neg)
+	case cdcsync.KindBool:
+		u, ok := decBinlogBits(c, v)
+		if !ok || u > 1 {
+			return nil, decBadType(c, path, v)
+		}
+		return u == 1, nil
 	case cdcsync.KindDecimal:
+		if decIsBit(c) {
+			u, ok := decBinlogBits(c, v)
+			if !ok {
+				return nil, decBadType(c, path, v)
+			}
+			return decIntDecimal(c, u, false)
+		}
 		switch x := v.(type) {
 		case decimal.Decimal:
 			return decDecimalValue(c, x)
@@ -382,44 +470,18 @@ func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
 		}
 		return nil, decBadType(c, path, v)
 	case cdcsync.KindString:
-		if decIsDecimalType(c) { // DECIMAL(p>38,s) kept as exact text
-			switch x := v.(type) {
-			case decimal.Decimal:
-				return decDecimalValue(c, x)
-			case string:
-				return decDecimalText(c, strings.Clone(x))
-			case []byte:
-				return decDecimalText(c, string(x))
-			}
-			return nil, decBadType(c, path, v)
-		}
-		if _, partial := v.(*replication.JsonDiff); partial {
-			return nil, decErr(c, ReasonPartialJSON, "", "a partial JSON update, which go-mysql does not apply: set binlog_row_value_options='' on the server (SET GLOBAL and my.cnf) and resync the table")
-		}
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = strings.Clone(x)
-		case []byte:
-			s = string(x)
-		default:
-			return nil, decBadType(c, path, v)
-		}
-		if decIsJSON(c) {
-			return decCanonicalJSON(c, s)
-		}
-		return s, nil
+		return decBinlogString(c, v)
 	case cdcsync.KindBinary:
 		var b []byte
 		switch x := v.(type) {
 		case []byte:
 			b = x
 		case string:
-			b = []byte(x)
+			b = unsafeSlice(x)
 		default:
 			return nil, decBadType(c, path, v)
 		}
-		return decPadBinary(c, b), nil
+		return decBinaryValue(c, b)
 	case cdcsync.KindDate:
 		switch x := v.(type) {
 		case string:
@@ -431,28 +493,27 @@ func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
 			return int32(decDaysFromCivil(int64(y), int64(m), int64(d))), nil
 		}
 		return nil, decBadType(c, path, v)
-	case cdcsync.KindTimestamp:
+	case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
 		switch x := v.(type) {
 		case string:
 			return decDatetimeText(c, x)
 		case []byte:
 			return decDatetimeText(c, string(x))
 		case time.Time:
+			if c.Kind == cdcsync.KindTimestampTZ {
+				return x.UnixMicro(), nil
+			}
 			return decWallMicros(x), nil
 		}
 		return nil, decBadType(c, path, v)
-	case cdcsync.KindTimestampTZ:
+	case cdcsync.KindTime:
 		switch x := v.(type) {
-		case time.Time:
-			return x.UnixMicro(), nil
-		case string, []byte:
-			s := decString(x)
-			if decIsZeroDateTime(s) {
-				return nil, decErr(c, ReasonZeroDate, s, "")
-			}
-			// A non-zero TIMESTAMP arrives as a string only without ParseTime,
-			// in a location we cannot know.
-			return nil, decErr(c, ReasonBadValue, decShow(s), "a TIMESTAMP as text from the binlog: read the binlog with BinlogSyncerConfig.ParseTime = true")
+		case string:
+			return decTimeText(c, x)
+		case []byte:
+			return decTimeText(c, string(x))
+		case time.Duration:
+			return x.Microseconds(), nil
 		}
 		return nil, decBadType(c, path, v)
 	case cdcsync.KindInvalid:
@@ -461,17 +522,75 @@ func DecodeBinlog(c *cdcsync.Column, v any) (any, error) {
 	return nil, decErr(c, ReasonBadValue, "", "unknown kind %s", c.Kind)
 }
 
+// decBinlogString decodes a binlog value of a KindString column.
+func decBinlogString(c *cdcsync.Column, v any) (any, error) {
+	const path = "binlog"
+	class := decStrClassOf(c.DataType)
+	switch class {
+	case decStrDecimal: // DECIMAL(p>38,s) kept as exact text
+		switch x := v.(type) {
+		case decimal.Decimal:
+			return decDecimalValue(c, x)
+		case string:
+			return decDecimalText(c, strings.Clone(x))
+		case []byte:
+			return decDecimalText(c, string(x))
+		}
+		return nil, decBadType(c, path, v)
+	case decStrEnum, decStrSet:
+		if x, ok := v.(int64); ok {
+			return decLabels(c, class, uint64(x)) // a SET of 64 members uses the sign bit
+		}
+		if u, neg, ok := decBinlogInt(c, v); ok && !neg {
+			return decLabels(c, class, u)
+		}
+		return nil, decBadType(c, path, v)
+	}
+	if _, partial := v.(*replication.JsonDiff); partial {
+		return nil, decErr(c, ReasonPartialJSON, "", "a partial JSON update, which go-mysql does not apply: set binlog_row_value_options='' on the server (SET GLOBAL and my.cnf) and resync the table")
+	}
+	var b []byte
+	switch x := v.(type) {
+	case string:
+		b = unsafeSlice(x)
+	case []byte:
+		b = x
+	default:
+		return nil, decBadType(c, path, v)
+	}
+	switch class {
+	case decStrJSON:
+		return decCanonicalJSON(c, string(b))
+	case decStrInet4, decStrInet6, decStrUUID:
+		return decFormatBinaryText(c, class, b)
+	}
+	if cs := decCharset(c); cs != nil && class <= decStrChar {
+		s := cs.decode(b)
+		if class == decStrChar {
+			s = strings.TrimRight(s, " ")
+		}
+		return s, nil
+	}
+	if class == decStrChar {
+		b = bytes.TrimRight(b, " ")
+	}
+	return string(b), nil
+}
+
 // DecodeSnapshot converts a value of a SELECT row read with go-mysql's
 // client over the text protocol (conn.ExecuteSelectStreaming, after
 // SnapshotSessionSQL, selecting SelectList) into the same canonical value as
 // DecodeBinlog gives for the same stored value. It copies what it keeps.
 //
-// The text protocol yields: integer columns as FieldValueTypeSigned or
-// FieldValueTypeUnsigned, FLOAT/DOUBLE as FieldValueTypeFloat (float64
-// parsed from the text), everything else (DECIMAL, dates, strings, binary
-// strings, JSON) as FieldValueTypeString holding the text. BINARY(n) comes
-// padded with 0x00 to n bytes; TIMESTAMP as wall-clock text in the session
-// time zone, which must be '+00:00' (SnapshotSessionSQL).
+// The text protocol yields: integer and YEAR columns as FieldValueTypeSigned
+// or FieldValueTypeUnsigned, FLOAT/DOUBLE as FieldValueTypeFloat (float64
+// parsed from the text), everything else (DECIMAL, BIT, dates, times,
+// strings, binary strings, JSON) as FieldValueTypeString holding the text, or
+// the bytes for BIT (big-endian), binary strings and spatial values (SRID
+// prefix, then WKB). Text arrives in utf8mb4 (SnapshotSessionSQL), ENUM and
+// SET as their labels, INET4/INET6/UUID as the server prints them.
+// BINARY(n) comes padded with 0x00 to n bytes; TIMESTAMP as wall-clock text
+// in the session time zone, which must be '+00:00' (SnapshotSessionSQL).
 func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 	if v.Type == mysql.FieldValueTypeNull {
 		return nil, nil
@@ -493,7 +612,7 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		return decBadType(c, path, x)
 	}
 	switch c.Kind {
-	case cdcsync.KindInt32, cdcsync.KindInt64, cdcsync.KindDecimal:
+	case cdcsync.KindInt32, cdcsync.KindInt64, cdcsync.KindDecimal, cdcsync.KindBool:
 		var u uint64
 		var neg bool
 		switch v.Type {
@@ -506,6 +625,16 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		case mysql.FieldValueTypeUnsigned:
 			u = v.AsUint64()
 		case mysql.FieldValueTypeString:
+			if decIsBit(c) {
+				b := v.AsString()
+				if len(b) > 8 {
+					return nil, bad()
+				}
+				for _, x := range b {
+					u = u<<8 | uint64(x)
+				}
+				break
+			}
 			if c.Kind == cdcsync.KindDecimal {
 				return decDecimalText(c, text())
 			}
@@ -522,8 +651,14 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		default:
 			return nil, bad()
 		}
-		if c.Kind == cdcsync.KindDecimal {
+		switch c.Kind {
+		case cdcsync.KindDecimal:
 			return decIntDecimal(c, u, neg)
+		case cdcsync.KindBool:
+			if neg || u > 1 {
+				return nil, bad()
+			}
+			return u == 1, nil
 		}
 		return decIntKind(c, u, neg)
 	case cdcsync.KindFloat32, cdcsync.KindFloat64:
@@ -552,18 +687,22 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		if v.Type != mysql.FieldValueTypeString {
 			return nil, bad()
 		}
-		if decIsDecimalType(c) {
+		switch class := decStrClassOf(c.DataType); {
+		case class == decStrDecimal:
 			return decDecimalText(c, text())
-		}
-		if decIsJSON(c) {
+		case class == decStrJSON:
 			return decCanonicalJSON(c, text())
+		case class <= decStrChar:
+			if _, cs := schemaSplitCharset(c.ColumnType); charsetHasSurrogates(cs) {
+				return decSurrogates(text()), nil
+			}
 		}
 		return text(), nil
 	case cdcsync.KindBinary:
 		if v.Type != mysql.FieldValueTypeString {
 			return nil, bad()
 		}
-		return decPadBinary(c, v.AsString()), nil
+		return decBinaryValue(c, v.AsString())
 	case cdcsync.KindDate:
 		if v.Type != mysql.FieldValueTypeString {
 			return nil, bad()
@@ -577,40 +716,284 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		// the session time zone '+00:00', so the same arithmetic gives the
 		// instant.
 		return decDatetimeText(c, text())
+	case cdcsync.KindTime:
+		if v.Type != mysql.FieldValueTypeString {
+			return nil, bad()
+		}
+		return decTimeText(c, text())
 	case cdcsync.KindInvalid:
 		return nil, decErr(c, ReasonUnsupportedColumn, "", "the column's type is not mapped to an Iceberg type (see the preflight check column_types)")
 	}
 	return nil, decErr(c, ReasonBadValue, "", "unknown kind %s", c.Kind)
 }
 
-func decString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	}
-	return ""
-}
+// decStrClass tells how the binlog value of a KindString column becomes
+// its text. The classes up to decStrChar are plain text.
+type decStrClass uint8
 
-func decIsDecimalType(c *cdcsync.Column) bool {
-	return decIsDecimalName(c.DataType)
-}
+const (
+	decStrText    decStrClass = iota // VARCHAR, TEXT, ...
+	decStrChar                       // CHAR: trailing spaces go, as in a SELECT
+	decStrDecimal                    // DECIMAL(p>38,s)
+	decStrJSON                       // MySQL JSON
+	decStrEnum
+	decStrSet
+	decStrInet4
+	decStrInet6
+	decStrUUID
+)
 
-func decIsDecimalName(dt string) bool {
+func decStrClassOf(dt string) decStrClass {
 	switch dt {
+	case "varchar", "text", "longtext", "mediumtext", "tinytext":
+		return decStrText
+	case "char":
+		return decStrChar
 	case "decimal", "numeric", "fixed":
-		return true
+		return decStrDecimal
+	case "json":
+		return decStrJSON
+	case "enum":
+		return decStrEnum
+	case "set":
+		return decStrSet
+	case "inet4":
+		return decStrInet4
+	case "inet6":
+		return decStrInet6
+	case "uuid":
+		return decStrUUID
 	}
 	// DataType is lower case as LoadSchema sets it; accept any case without
 	// paying strings.ToLower on every value.
 	if l := strings.ToLower(dt); l != dt {
-		return decIsDecimalName(l)
+		return decStrClassOf(l)
+	}
+	return decStrText
+}
+
+// decHasCharset reports whether c's text is in a character set other than
+// the UTF-8 family (see MapColumn).
+func decHasCharset(c *cdcsync.Column) bool {
+	_, cs := schemaSplitCharset(c.ColumnType)
+	return cs != ""
+}
+
+// decCharset is the decoder of c's character set, nil for UTF-8.
+func decCharset(c *cdcsync.Column) *textCharset {
+	_, cs := schemaSplitCharset(c.ColumnType)
+	if cs == "" {
+		return nil
+	}
+	return charsetByName(cs)
+}
+
+func decIsBit(c *cdcsync.Column) bool {
+	return c.DataType == "bit" || strings.EqualFold(c.DataType, "bit")
+}
+
+// decBinlogBits reads the bits of a BIT(n) value: go-mysql yields an int64
+// holding them (negative for BIT(64) with the top bit set).
+func decBinlogBits(c *cdcsync.Column, v any) (uint64, bool) {
+	u, neg, ok := uint64(0), false, true
+	if x, isInt64 := v.(int64); isInt64 {
+		u = uint64(x)
+	} else if u, neg, ok = decBinlogInt(c, v); !ok || neg {
+		return 0, false
+	}
+	if n := max(schemaFixedLength(c.ColumnType), 1); n < 64 && u>>n != 0 {
+		return 0, false
+	}
+	return u, true
+}
+
+// decLabels turns an ENUM index (0: the empty string MySQL stores for an
+// invalid value) or a SET bit mask into the text SELECT returns.
+func decLabels(c *cdcsync.Column, class decStrClass, u uint64) (any, error) {
+	labels, ok := schemaLabelsOf(c.ColumnType)
+	if !ok {
+		return nil, decErr(c, ReasonBadValue, "", "cannot read the labels of the column type")
+	}
+	if class == decStrEnum {
+		switch {
+		case u == 0:
+			return "", nil
+		case u <= uint64(len(labels)):
+			return labels[u-1], nil
+		}
+		return nil, decErr(c, ReasonBadValue, strconv.FormatUint(u, 10), "no label for this ENUM index: the column's labels changed without cdcsync seeing the DDL")
+	}
+	if len(labels) < 64 && u>>len(labels) != 0 {
+		return nil, decErr(c, ReasonBadValue, strconv.FormatUint(u, 10), "bits without a label in this SET value: the column's labels changed without cdcsync seeing the DDL")
+	}
+	var b strings.Builder
+	for i, l := range labels {
+		if u&(1<<i) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(l)
+		}
+	}
+	return b.String(), nil
+}
+
+// decFormatBinaryText prints the bytes of a MariaDB INET4, INET6 or UUID as
+// the server does. The binlog drops their trailing zero bytes, like a
+// BINARY's.
+func decFormatBinaryText(c *cdcsync.Column, class decStrClass, b []byte) (any, error) {
+	size := 16
+	if class == decStrInet4 {
+		size = 4
+	}
+	if len(b) > size {
+		return nil, decErr(c, ReasonBadValue, decShow(b), "more than %d bytes", size)
+	}
+	var v [16]byte
+	copy(v[:], b)
+	switch class {
+	case decStrInet4:
+		return decInet4(v[:4]), nil
+	case decStrInet6:
+		return decInet6(v), nil
+	}
+	const hexDigits = "0123456789abcdef"
+	out := make([]byte, 0, 36)
+	for i, x := range v {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out = append(out, '-')
+		}
+		out = append(out, hexDigits[x>>4], hexDigits[x&15])
+	}
+	return string(out), nil
+}
+
+func decInet4(b []byte) string {
+	return strconv.Itoa(int(b[0])) + "." + strconv.Itoa(int(b[1])) + "." + strconv.Itoa(int(b[2])) + "." + strconv.Itoa(int(b[3]))
+}
+
+// decInet6 prints an IPv6 address as MariaDB's Inet6::to_string: lower-case
+// hex words without leading zeros, the first longest run of zero words
+// (even a single one) as "::", and an IPv4-compatible (::a.b.c.d) or
+// IPv4-mapped (::ffff:a.b.c.d) address with its last 32 bits dotted.
+func decInet6(b [16]byte) string {
+	var w [8]int
+	for i := range w {
+		w[i] = int(b[2*i])<<8 | int(b[2*i+1])
+	}
+	gapPos, gapLen := -1, -1
+	for i := 0; i < 8; {
+		if w[i] != 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < 8 && w[j] == 0 {
+			j++
+		}
+		if j-i > gapLen {
+			gapPos, gapLen = i, j-i
+		}
+		i = j
+	}
+	var out strings.Builder
+	for i := 0; i < 8; i++ {
+		switch {
+		case i == gapPos:
+			if i == 0 {
+				out.WriteByte(':')
+			}
+			out.WriteByte(':')
+			i += gapLen - 1
+		case i == 6 && gapPos == 0 && (gapLen == 6 || (gapLen == 5 && w[5] == 0xffff)):
+			out.WriteString(decInet4(b[12:]))
+			return out.String()
+		default:
+			out.WriteString(strconv.FormatInt(int64(w[i]), 16))
+			if i != 7 {
+				out.WriteByte(':')
+			}
+		}
+	}
+	return out.String()
+}
+
+// decBinaryValue copies a binary value: BINARY(n) padded with 0x00 to n
+// bytes (the binlog drops trailing zero bytes), a spatial value without the
+// 4-byte SRID that MySQL puts before the WKB.
+func decBinaryValue(c *cdcsync.Column, b []byte) (any, error) {
+	if decIsSpatial(c) {
+		if len(b) < 4 {
+			return nil, decErr(c, ReasonBadValue, decShow(b), "a spatial value shorter than its 4-byte SRID")
+		}
+		return append([]byte{}, b[4:]...), nil
+	}
+	return decPadBinary(c, b), nil
+}
+
+func decIsSpatial(c *cdcsync.Column) bool {
+	switch strings.ToLower(c.DataType) {
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+		"geometrycollection", "geomcollection":
+		return true
 	}
 	return false
 }
 
-func decIsJSON(c *cdcsync.Column) bool { return strings.EqualFold(c.DataType, "json") }
+// decTimeText parses a TIME, "[-]H:MM:SS[.f{1,6}]" (any number of hours),
+// to signed microseconds.
+//
+// go-mysql prints the old TIME format (MySQL before 5.6.4) as "%02d:%02d:%02d"
+// of its 24-bit value read as unsigned, so a negative one arrives as
+// "1677:72:15" for -00:00:01; such text (minutes or seconds above 59) is
+// read back as the 24-bit two's complement it was.
+func decTimeText(c *cdcsync.Column, s string) (any, error) {
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(t, "-")
+	hms, frac, hasFrac := strings.Cut(t, ".")
+	parts := strings.Split(hms, ":")
+	bad := func() (any, error) {
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a time ([-]H:MM:SS[.ffffff])")
+	}
+	if len(parts) != 3 || len(parts[1]) != 2 || len(parts[2]) != 2 {
+		return bad()
+	}
+	h, ok1 := decDigits(parts[0])
+	m, ok2 := decDigits(parts[1])
+	sec, ok3 := decDigits(parts[2])
+	if !ok1 || !ok2 || !ok3 || h > 1<<20 {
+		return bad()
+	}
+	var us int64
+	if hasFrac {
+		n, ok := decDigits(frac)
+		if !ok || len(frac) > 6 {
+			return bad()
+		}
+		for i := len(frac); i < 6; i++ {
+			n *= 10
+		}
+		us = n
+	}
+	if h > 838 || m > 59 || sec > 59 {
+		// The old format's negative value, printed as unsigned.
+		raw := h*10000 + m*100 + sec
+		if neg || hasFrac || raw < 1<<23 || raw >= 1<<24 {
+			return bad()
+		}
+		raw = 1<<24 - raw
+		h, m, sec, neg = raw/10000, raw/100%100, raw%100, true
+		if m > 59 || sec > 59 {
+			return bad()
+		}
+	}
+	v := ((h*60+m)*60+sec)*1e6 + us
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
 
 // decIntWidth is the width in bits of an integer column.
 func decIntWidth(c *cdcsync.Column) int {
@@ -965,11 +1348,6 @@ func decWallMicros(t time.Time) int64 {
 	return ((days*24+int64(hh))*60+int64(mm))*60*1e6 + int64(ss)*1e6 + int64(t.Nanosecond()/1000)
 }
 
-func decIsZeroDateTime(s string) bool {
-	s = strings.TrimSpace(s)
-	return strings.HasPrefix(s, "0000-00-00")
-}
-
 // decParseDate parses "YYYY-MM-DD" at the start of s and returns the rest.
 func decParseDate(s string) (y, m, d int64, rest string, ok bool) {
 	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
@@ -1007,16 +1385,26 @@ func decValidYMD(y, m, d int64) bool {
 	return d <= limit
 }
 
+// decInvalidDate is the error of a date the calendar does not have: a day
+// its month lacks (ALLOW_INVALID_DATES) follows the zero-date policy, a month
+// above 12 or a day above 31 is not a date at all.
+func decInvalidDate(c *cdcsync.Column, s string, m, d int64) error {
+	if m <= 12 && d <= 31 {
+		return decZeroDate(c, ReasonInvalidDate, s)
+	}
+	return decErr(c, ReasonBadValue, decShow(s), "not a valid date")
+}
+
 func decDateText(c *cdcsync.Column, s string) (any, error) {
 	y, m, d, rest, ok := decParseDate(strings.TrimSpace(s))
 	if !ok || rest != "" {
 		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
 	}
 	if m == 0 || d == 0 {
-		return nil, decErr(c, ReasonZeroDate, s, "")
+		return nil, decZeroDate(c, ReasonZeroDate, s)
 	}
 	if !decValidYMD(y, m, d) {
-		return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid date")
+		return nil, decInvalidDate(c, s, m, d)
 	}
 	return int32(decDaysFromCivil(y, m, d)), nil
 }
@@ -1030,7 +1418,7 @@ func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
 		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
 	}
 	if m == 0 || d == 0 {
-		return nil, decErr(c, ReasonZeroDate, s, "")
+		return nil, decZeroDate(c, ReasonZeroDate, s)
 	}
 	var hh, mi, ss, us int64
 	if rest != "" {
@@ -1060,7 +1448,7 @@ func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
 		}
 	}
 	if !decValidYMD(y, m, d) {
-		return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid date")
+		return nil, decInvalidDate(c, s, m, d)
 	}
 	days := decDaysFromCivil(y, m, d)
 	return ((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + us, nil

@@ -1,7 +1,10 @@
 package capture
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"strings"
@@ -13,13 +16,19 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
 )
 
-// decTestCol builds a mapped column named "c".
+// decTestCol builds a mapped column named "c". A column type may end in
+// " character set <name>" (utf8mb4 otherwise).
 func decTestCol(t *testing.T, dataType, columnType string) *cdcsync.Column {
 	t.Helper()
-	c := &cdcsync.Column{Name: "c", DataType: dataType, ColumnType: columnType}
-	if err := MapColumn(c, "utf8mb4"); err != nil {
+	ct, cs := schemaSplitCharset(columnType)
+	if cs == "" {
+		cs = "utf8mb4"
+	}
+	c := &cdcsync.Column{Name: "c", DataType: dataType, ColumnType: ct, Nullable: true}
+	if err := MapColumn(c, cs); err != nil {
 		t.Fatalf("MapColumn(%s): %v", columnType, err)
 	}
 	return c
@@ -169,6 +178,89 @@ func TestDecodeCanonicalValues(t *testing.T) {
 		{"json null", "json", "json", `null`, decFVText(`null`), false, `null`},
 		{"json empty document", "json", "json", []byte{}, decFVText(``), false, `null`},
 		{"json string", "json", "json", `"x"`, decFVText(`"x"`), false, `"x"`},
+
+		// YEAR.
+		{"year max", "year", "year(4)", 2155, decFVUnsigned(2155), false, int32(2155)},
+		{"year min", "year", "year(4)", 1901, decFVUnsigned(1901), false, int32(1901)},
+		{"year zero", "year", "year(4)", 0, decFVUnsigned(0), false, int32(0)},
+
+		// BIT: the bytes SELECT returns are big-endian.
+		{"bit(1) true", "bit", "bit(1)", int64(1), decFVText("\x01"), false, true},
+		{"bit(1) false", "bit", "bit(1)", int64(0), decFVText("\x00"), false, false},
+		{"bit(8)", "bit", "bit(8)", int64(0xaa), decFVText("\xaa"), false, int64(0xaa)},
+		{"bit(12)", "bit", "bit(12)", int64(0xfff), decFVText("\x0f\xff"), false, int64(0xfff)},
+		{"bit(63) max", "bit", "bit(63)", int64(math.MaxInt64), decFVText("\x7f\xff\xff\xff\xff\xff\xff\xff"), false, int64(math.MaxInt64)},
+		{"bit(64) max", "bit", "bit(64)", int64(-1), decFVText("\xff\xff\xff\xff\xff\xff\xff\xff"), false, "18446744073709551615"},
+		{"bit(64) top bit", "bit", "bit(64)", int64(math.MinInt64), decFVText("\x80\x00\x00\x00\x00\x00\x00\x00"), false, "9223372036854775808"},
+		{"bit(64) one", "bit", "bit(64)", int64(1), decFVText("\x00\x00\x00\x00\x00\x00\x00\x01"), false, "1"},
+
+		// TIME: signed microseconds, beyond 24 hours.
+		{"time min", "time", "time", "-838:59:59", decFVText("-838:59:59"), false, int64(-3020399_000000)},
+		{"time max", "time", "time(6)", "838:59:59", decFVText("838:59:59.000000"), false, int64(3020399_000000)},
+		{"time zero", "time", "time", "00:00:00", decFVText("00:00:00"), false, int64(0)},
+		{"time negative fraction", "time", "time(3)", "-00:00:00.500", decFVText("-00:00:00.500"), false, int64(-500000)},
+		{"time 100 hours", "time", "time(3)", "100:00:00.125", decFVText("100:00:00.125"), false, int64(360000_125000)},
+		{"time fsp 6", "time", "time(6)", "-01:02:03.000001", decFVText("-01:02:03.000001"), false, int64(-3723_000001)},
+		{"time fsp 1", "time", "time(1)", "23:59:59.9", decFVText("23:59:59.9"), false, int64(86399_900000)},
+		{"time old format negative", "time", "time", "1677:72:15", mysql.FieldValue{}, true, int64(-1_000000)},
+		{"time old format -838:59:59", "time", "time", "839:12:57", mysql.FieldValue{}, true, int64(-3020399_000000)},
+
+		// ENUM and SET: the binlog has numbers, SELECT the labels.
+		{"enum", "enum", "enum('a','b''c','d\\\\e','é')", int64(4), decFVText("é"), false, "é"},
+		{"enum quote", "enum", "enum('a','b''c','d\\\\e','é')", int64(2), decFVText("b'c"), false, "b'c"},
+		{"enum backslash", "enum", "enum('a','b''c','d\\\\e','é')", int64(3), decFVText("d\\e"), false, "d\\e"},
+		{"enum empty (invalid value)", "enum", "enum('a','b')", int64(0), decFVText(""), false, ""},
+		{"set", "set", "set('x','y','z')", int64(5), decFVText("x,z"), false, "x,z"},
+		{"set full", "set", "set('x','y','z')", int64(7), decFVText("x,y,z"), false, "x,y,z"},
+		{"set empty", "set", "set('x','y','z')", int64(0), decFVText(""), false, ""},
+		{"set 64", "set", "set(" + decSet64 + ")", int64(-1), decFVText(strings.ReplaceAll(strings.ReplaceAll(decSet64, "'", ""), ",", ",")), false, strings.ReplaceAll(decSet64, "'", "")},
+
+		// MariaDB INET4, INET6, UUID.
+		{"inet4", "inet4", "inet4", "\n\x00\x00\x01", decFVText("10.0.0.1"), false, "10.0.0.1"},
+		{"inet4 zero", "inet4", "inet4", "", decFVText("0.0.0.0"), false, "0.0.0.0"},
+		{"inet4 max", "inet4", "inet4", "\xff\xff\xff\xff", decFVText("255.255.255.255"), false, "255.255.255.255"},
+		{"inet6 mapped", "inet6", "inet6", "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\x01\x02\x03\x04", decFVText("::ffff:1.2.3.4"), false, "::ffff:1.2.3.4"},
+		{"inet6 zero", "inet6", "inet6", "", decFVText("::"), false, "::"},
+		{"inet6 loopback", "inet6", "inet6", "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01", decFVText("::1"), false, "::1"},
+		{"inet6 trailing zeros", "inet6", "inet6", "\x20\x01\x0d\xb8", decFVText("2001:db8::"), false, "2001:db8::"},
+		{"inet6 compatible", "inet6", "inet6", "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04", decFVText("::1.2.3.4"), false, "::1.2.3.4"},
+		{"inet6 full", "inet6", "inet6", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", decFVText("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), false, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"},
+		{"inet6 single zero word", "inet6", "inet6", "\x20\x01\x0d\xb8\x00\x00\x00\x01\x00\x01\x00\x01\x00\x01\x00\x01", decFVText("2001:db8::1:1:1:1:1"), false, "2001:db8::1:1:1:1:1"},
+		{"inet6 first longest gap", "inet6", "inet6", "\x00\x01\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x03\x00\x04", decFVText("1::2:0:0:3:4"), false, "1::2:0:0:3:4"},
+		{"uuid", "uuid", "uuid", "\x12>Eg\xe8\x9b\x12\xd3\xa4VBfUD", decFVText("123e4567-e89b-12d3-a456-426655440000"), false, "123e4567-e89b-12d3-a456-426655440000"},
+		{"uuid zero", "uuid", "uuid", "", decFVText("00000000-0000-0000-0000-000000000000"), false, "00000000-0000-0000-0000-000000000000"},
+
+		// Spatial: the SRID prefix goes, WKB stays.
+		{"point", "point", "point", []byte("\xe6\x10\x00\x00\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xf8?\x00\x00\x00\x00\x00\x00\x04\xc0"),
+			decFVText("\xe6\x10\x00\x00\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xf8?\x00\x00\x00\x00\x00\x00\x04\xc0"), false,
+			[]byte("\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xf8?\x00\x00\x00\x00\x00\x00\x04\xc0")},
+		{"geometry", "geometry", "geometry", []byte("\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x00\x00\x00"), decFVText("\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x00\x00\x00"), false, []byte("\x01\x02\x00\x00\x00\x00\x00\x00\x00")},
+
+		// CHAR: trailing spaces go on both paths.
+		{"char trailing spaces", "char", "char(6)", "ab  ", decFVText("ab"), false, "ab"},
+		{"char leading spaces kept", "char", "char(6)", "  ab", decFVText("  ab"), false, "  ab"},
+
+		// Character sets: the binlog has the column's bytes, SELECT utf8mb4.
+		{"latin1", "varchar", "varchar(10) character set latin1", "\xe9\x80x", decFVText("é€x"), false, "é€x"},
+		{"latin1 C1", "varchar", "varchar(10) character set latin1", "\x81\x8d\x8f\x90\x9d", decFVText("\u0081\u008d\u008f\u0090\u009d"), false, "\u0081\u008d\u008f\u0090\u009d"},
+		{"latin1 char", "char", "char(4) character set latin1", "\xe9  ", decFVText("é"), false, "é"},
+		{"latin1 text", "text", "text character set latin1", []byte("caf\xe9"), decFVText("café"), false, "café"},
+		{"gbk", "varchar", "varchar(10) character set gbk", "\xd6\xd0\xce\xc4abc", decFVText("中文abc"), false, "中文abc"},
+		{"gbk unmapped", "varchar", "varchar(10) character set gbk", "\xa2\xe3", decFVText("?"), false, "?"},
+		{"gb2312", "varchar", "varchar(10) character set gb2312", "\xd6\xd0\xa1\xa4", decFVText("中・"), false, "中・"},
+		{"euckr", "varchar", "varchar(10) character set euckr", "\xc7\xd1", decFVText("한"), false, "한"},
+		{"cp1251", "varchar", "varchar(10) character set cp1251", "\xcf\xf0\xe8", decFVText("При"), false, "При"},
+		{"utf16", "varchar", "varchar(10) character set utf16", "\x00\xe9\xd8\x34\xdd\x1e", decFVText("é𝄞"), false, "é𝄞"},
+		{"utf16le", "varchar", "varchar(10) character set utf16le", "\xe9\x00\x34\xd8\x1e\xdd", decFVText("é𝄞"), false, "é𝄞"},
+		{"utf32", "varchar", "varchar(10) character set utf32", "\x00\x00\x00\xe9\x00\x01\xd1\x1e", decFVText("é𝄞"), false, "é𝄞"},
+		{"ucs2", "text", "text character set ucs2", []byte("\x00\xe9\x4e\x2d"), decFVText("é中"), false, "é中"},
+		{"ucs2 char", "char", "char(3) character set ucs2", "\x00a\x00 \x00 ", decFVText("a"), false, "a"},
+		{"ucs2 lone surrogates", "text", "text character set ucs2", []byte("\xd8\x00\xdf\xff\x00a"), decFVText("\xed\xa0\x80\xed\xbf\xbfa"), false, "\ufffd\ufffda"},
+		{"utf32 lone surrogate", "varchar", "varchar(3) character set utf32", "\x00\x00\xdb\xff", decFVText("\xed\xaf\xbf"), false, "\ufffd"},
+		{"ucs2 ed byte kept", "varchar", "varchar(3) character set ucs2", "\xd5\x5c", decFVText("\xed\x95\x9c"), false, "한"},
+
+		// TIMESTAMP as text from the binlog (ParseTime off, UTC).
+		{"timestamp text", "timestamp", "timestamp(6)", "2038-01-19 03:14:07.999999", decFVText("2038-01-19 03:14:07.999999"), false, int64(2147483647_999999)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,20 +337,35 @@ func TestDecodeNull(t *testing.T) {
 	}
 }
 
+// decSet64 is a SET with 64 labels, "a0" to "a63".
+var decSet64 = func() string {
+	var b strings.Builder
+	for i := range 64 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "'a%d'", i)
+	}
+	return b.String()
+}()
+
 func TestDecodeZeroDates(t *testing.T) {
 	cases := []struct {
 		dataType, columnType string
 		binlog               any
 		snapshot             string
 		want                 string
+		what, key            string
 	}{
-		{"date", "date", "0000-00-00", "0000-00-00", "0000-00-00"},
-		{"date", "date", "2024-00-10", "2024-00-10", "2024-00-10"},
-		{"date", "date", "2024-05-00", "2024-05-00", "2024-05-00"},
-		{"datetime", "datetime", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00"},
-		{"datetime", "datetime(6)", "2000-00-10 00:00:00.000000", "2000-00-10 00:00:00.000000", "2000-00-10 00:00:00.000000"},
-		{"timestamp", "timestamp", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00"},
-		{"timestamp", "timestamp(6)", "0000-00-00 00:00:00.000000", "0000-00-00 00:00:00.000000", "0000-00-00 00:00:00.000000"},
+		{"date", "date", "0000-00-00", "0000-00-00", "0000-00-00", "zero date", "zero_date"},
+		{"date", "date", "2024-00-10", "2024-00-10", "2024-00-10", "zero date", "zero_date"},
+		{"date", "date", "2024-05-00", "2024-05-00", "2024-05-00", "zero date", "zero_date"},
+		{"date", "date", "2024-02-30", "2024-02-30", "2024-02-30", "invalid date", "zero_date"},
+		{"datetime", "datetime", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "zero date", "zero_datetime"},
+		{"datetime", "datetime(6)", "2000-00-10 00:00:00.000000", "2000-00-10 00:00:00.000000", "2000-00-10 00:00:00.000000", "zero date", "zero_datetime"},
+		{"datetime", "datetime", "2023-04-31 10:00:00", "2023-04-31 10:00:00", "2023-04-31 10:00:00", "invalid date", "zero_datetime"},
+		{"timestamp", "timestamp", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "zero date", "zero_timestamp"},
+		{"timestamp", "timestamp(6)", "0000-00-00 00:00:00.000000", "0000-00-00 00:00:00.000000", "0000-00-00 00:00:00.000000", "zero date", "zero_timestamp"},
 	}
 	for _, tc := range cases {
 		c := decTestCol(t, tc.dataType, tc.columnType)
@@ -268,11 +375,11 @@ func TestDecodeZeroDates(t *testing.T) {
 		} {
 			v, err := call()
 			var ve *ValueError
-			if !errors.As(err, &ve) || ve.Reason != ReasonZeroDate {
+			if !errors.As(err, &ve) || (ve.Reason != ReasonZeroDate && ve.Reason != ReasonInvalidDate) {
 				t.Errorf("%s %s %q: got %v, %v; want a zero-date ValueError", path, tc.columnType, tc.want, v, err)
 				continue
 			}
-			want := `zero date "` + tc.want + `" in column c cannot be stored in Iceberg`
+			want := tc.what + ` "` + tc.want + `" in column c cannot be stored in Iceberg; to mirror such values, set types.` + tc.key + ` to to_null or to_epoch (see docs/types.md)`
 			if err.Error() != want {
 				t.Errorf("%s: message %q, want %q", path, err.Error(), want)
 			}
@@ -280,13 +387,89 @@ func TestDecodeZeroDates(t *testing.T) {
 	}
 	// With the table known (row decoders) the message names it.
 	s := &cdcsync.TableSchema{ID: cdcsync.TableID{Database: "shop", Table: "t"}, Columns: []cdcsync.Column{*decTestCol(t, "date", "date")}}
+	const msg = `zero date "0000-00-00" in shop.t.c cannot be stored in Iceberg; to mirror such values, set types.zero_date to to_null or to_epoch (see docs/types.md)`
 	_, err := DecodeBinlogRow(s, []any{"0000-00-00"})
-	if err == nil || err.Error() != `zero date "0000-00-00" in shop.t.c cannot be stored in Iceberg` {
+	if err == nil || err.Error() != msg {
 		t.Errorf("DecodeBinlogRow: %v", err)
 	}
 	_, err = DecodeSnapshotRow(s, []mysql.FieldValue{decFVText("0000-00-00")})
-	if err == nil || err.Error() != `zero date "0000-00-00" in shop.t.c cannot be stored in Iceberg` {
+	if err == nil || err.Error() != msg {
 		t.Errorf("DecodeSnapshotRow: %v", err)
+	}
+	// Not dates at all: no policy applies.
+	for _, text := range []string{"2024-13-01", "2024-01-32"} {
+		_, err := DecodeSnapshot(decTestCol(t, "date", "date"), decFVText(text))
+		var ve *ValueError
+		if !errors.As(err, &ve) || ve.Reason != ReasonBadValue {
+			t.Errorf("%s: %v, want a bad-value error", text, err)
+		}
+	}
+}
+
+// TestValuePolicy applies the types: policies to zero dates on both paths.
+func TestValuePolicy(t *testing.T) {
+	key := &cdcsync.Column{Name: "id", DataType: "int", ColumnType: "int(11)"}
+	d := &cdcsync.Column{Name: "d", DataType: "date", ColumnType: "date", Nullable: true}
+	dn := &cdcsync.Column{Name: "dn", DataType: "date", ColumnType: "date"}
+	dt := &cdcsync.Column{Name: "dt", DataType: "datetime", ColumnType: "datetime(3)", Nullable: true}
+	ts := &cdcsync.Column{Name: "ts", DataType: "timestamp", ColumnType: "timestamp", Nullable: true}
+	for _, c := range []*cdcsync.Column{key, d, dn, dt, ts} {
+		nullable := c.Nullable
+		if err := MapColumn(c, ""); err != nil {
+			t.Fatal(err)
+		}
+		c.Nullable = nullable
+	}
+	s := &cdcsync.TableSchema{ID: cdcsync.TableID{Database: "shop", Table: "t"}, Columns: []cdcsync.Column{*key, *d, *dn, *dt, *ts}, PrimaryKey: []int{0}}
+	binRow := func(id int32) []any {
+		return []any{id, "0000-00-00", "2024-02-30", "0000-00-00 00:00:00.000", "0000-00-00 00:00:00"}
+	}
+	snapRow := func(id int64) []mysql.FieldValue {
+		return []mysql.FieldValue{decFVSigned(id), decFVText("0000-00-00"), decFVText("2024-02-30"), decFVText("0000-00-00 00:00:00.000"), decFVText("0000-00-00 00:00:00")}
+	}
+	pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-42"}
+
+	// The default is an error, with or without a ValuePolicy.
+	for _, p := range []*ValuePolicy{nil, NewValuePolicy(config.Types{}, nil, nil)} {
+		if _, err := p.BinlogRow(s, binRow(1), pos); err == nil || !strings.Contains(err.Error(), "types.zero_date") {
+			t.Errorf("default policy: %v", err)
+		}
+	}
+
+	var logBuf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logBuf, nil))
+	counts := map[string]int{}
+	p := NewValuePolicy(config.Types{ZeroDate: config.TypeToNull, ZeroDatetime: config.TypeToEpoch, ZeroTimestamp: config.TypeToNull}, log,
+		func(table, column, policy string) { counts[table+"."+column+" "+policy]++ })
+	want := cdcsync.Row{int32(1), nil, int32(0), int64(0), nil}
+	for i := range 3 {
+		got, err := p.BinlogRow(s, binRow(1), pos)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("binlog %d: %#v, %v; want %#v", i, got, err, want)
+		}
+		got, err = p.SnapshotRow(s, snapRow(1), pos)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("snapshot %d: %#v, %v; want %#v", i, got, err, want)
+		}
+	}
+	wantCounts := map[string]int{"shop.t.d to_null": 6, "shop.t.dn to_epoch": 6, "shop.t.dt to_epoch": 6, "shop.t.ts to_null": 6}
+	if !reflect.DeepEqual(counts, wantCounts) {
+		t.Errorf("counts %v, want %v", counts, wantCounts)
+	}
+	logs := logBuf.String()
+	if n := strings.Count(logs, "level=WARN"); n != 4 {
+		t.Errorf("%d log lines, want one per column:\n%s", n, logs)
+	}
+	for _, w := range []string{"table=shop.t", "column=dn", "value=2024-02-30", "policy=to_epoch", "position=mariadb:0-1-42", "read_by=binlog"} {
+		if !strings.Contains(logs, w) {
+			t.Errorf("log lacks %q:\n%s", w, logs)
+		}
+	}
+	// Other errors are not a policy's business.
+	bad := binRow(1)
+	bad[3] = "2024-13-01 00:00:00"
+	if _, err := p.BinlogRow(s, bad, pos); err == nil {
+		t.Error("a month 13 was accepted")
 	}
 }
 
@@ -310,7 +493,16 @@ func TestDecodeWrongTypes(t *testing.T) {
 		{"date", "date", "2024-02-30", decFVText("2024/01/01")},
 		{"datetime", "datetime", 1.5, decFVText("2024-01-01 25:00:00")},
 		{"datetime", "datetime(6)", "2024-01-01 00:00:00.1234567", decFVText("2024-01-01 00:00:00.")},
-		{"timestamp", "timestamp", "2024-01-01 00:00:00", decFVSigned(1)}, // non-zero TIMESTAMP text from the binlog needs ParseTime
+		{"timestamp", "timestamp", 1.5, decFVSigned(1)},
+		{"time", "time", "12:60:00", decFVText("12:00")},
+		{"time", "time(6)", "12:00:00.1234567", decFVText("-1677:72:15")},
+		{"bit", "bit(1)", int64(2), decFVText("\x02")},
+		{"bit", "bit(4)", int64(16), decFVText("\x01\x02\x03\x04\x05\x06\x07\x08\x09")},
+		{"enum", "enum('a','b')", int64(3), decFVSigned(1)},
+		{"set", "set('a','b')", int64(4), decFVFloat(1)},
+		{"inet4", "inet4", "\x01\x02\x03\x04\x05", decFVSigned(1)},
+		{"uuid", "uuid", 12, decFVSigned(1)},
+		{"point", "point", []byte{1, 2}, decFVText("\x01")},
 		{"json", "json", "{", decFVText("{")},
 		{"json", "json", 12, decFVSigned(12)},
 	}
@@ -335,7 +527,7 @@ func TestDecodeWrongTypes(t *testing.T) {
 		t.Error("uint64 max accepted for signed BIGINT")
 	}
 	// Unmapped column.
-	e := &cdcsync.Column{Name: "e", DataType: "enum", ColumnType: "enum('a','b')"}
+	e := &cdcsync.Column{Name: "e", DataType: "vector", ColumnType: "vector(3)"}
 	if _, err := DecodeBinlog(e, int64(1)); err == nil {
 		t.Error("unmapped column decoded")
 	}

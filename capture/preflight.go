@@ -25,6 +25,9 @@ type Finding struct {
 	OK      bool
 	Warning bool   // advice that does not block (e.g. GTIDs off); OK is false
 	Message string // one sentence, with the fix when not OK
+	// Table is set for a failure about one table (primary_key,
+	// column_types): the daemon can go on without that table.
+	Table cdcsync.TableID
 }
 
 func (f Finding) String() string {
@@ -697,6 +700,7 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 		if len(s.PrimaryKey) == 0 {
 			noPK++
 			p.fail("primary_key", "table %s has no primary key; cdcsync needs one to apply updates and deletes: add %q to source.include or add a primary key", s.ID, "!"+s.ID.String())
+			p.out[len(p.out)-1].Table = s.ID
 		}
 	}
 	if noPK == 0 {
@@ -707,6 +711,7 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 		for _, e := range unsupported[s.ID] {
 			bad++
 			p.fail("column_types", "%s", e.Error())
+			p.out[len(p.out)-1].Table = s.ID
 		}
 	}
 	if bad == 0 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/client"
 
@@ -165,13 +166,14 @@ func schemaLoadDB(ctx context.Context, conn *client.Conn, db string, tables map[
 }
 
 // UnsupportedColumnError is the error of MapColumn for a column cdcsync
-// cannot map yet. Table is zero when it comes from MapColumn; Preflight sets
-// it so that the message names the table.
+// cannot map. Table is zero when it comes from MapColumn; Preflight sets it
+// so that the message names the table.
 type UnsupportedColumnError struct {
 	Table      cdcsync.TableID
 	Column     string
 	ColumnType string // information_schema COLUMN_TYPE
 	Charset    string // set when the character set is what is unsupported
+	Detail     string // why, when it is neither the type nor the character set
 }
 
 func (e *UnsupportedColumnError) Error() string {
@@ -180,42 +182,65 @@ func (e *UnsupportedColumnError) Error() string {
 		col = e.Table.String() + "." + e.Column
 		excl = strconv.Quote("!" + e.Table.String())
 	}
-	if e.Charset != "" {
-		return fmt.Sprintf("column %s has type %s with character set %s, which cdcsync does not decode yet (it reads utf8mb4, utf8mb3 and ascii); exclude the table with %s in source.include or convert the column to utf8mb4",
+	switch {
+	case e.Detail != "":
+		return fmt.Sprintf("column %s has type %s: %s; exclude the table with %s in source.include or change the column",
+			col, e.ColumnType, e.Detail, excl)
+	case e.Charset != "":
+		return fmt.Sprintf("column %s has type %s with character set %s, which cdcsync does not decode (see docs/types.md for the character sets it does); exclude the table with %s in source.include or convert the column to utf8mb4",
 			col, e.ColumnType, e.Charset, excl)
 	}
-	return fmt.Sprintf("column %s has type %s, which cdcsync does not map yet; exclude the table with %s in source.include or drop the column",
+	return fmt.Sprintf("column %s has type %s, which cdcsync does not map; exclude the table with %s in source.include or drop the column",
 		col, e.ColumnType, excl)
 }
 
 // MapColumn sets c.Kind, c.Unsigned, c.Precision and c.Scale from
 // c.DataType and c.ColumnType (charset is information_schema's
 // CHARACTER_SET_NAME, empty for non-text columns). For a type cdcsync does
-// not map yet it leaves c.Kind at KindInvalid and returns an
-// *UnsupportedColumnError.
+// not map it leaves c.Kind at KindInvalid and returns an
+// *UnsupportedColumnError. docs/types.md explains each choice.
 //
-// The mapping, for now (the type-fidelity work extends it: ENUM, SET, BIT,
-// YEAR, TIME, spatial types, MariaDB INET4/INET6/UUID, other character sets
-// and zero-date policies):
-//
-//	tinyint, smallint, mediumint (signed or unsigned), int  -> int32
-//	int unsigned, bigint                                     -> int64
-//	bigint unsigned                                          -> decimal(20,0), so it never overflows
+//	tinyint, smallint, mediumint (signed or unsigned), int, year -> int32
+//	int unsigned, bigint, bit(2..63)                         -> int64
+//	bigint unsigned, bit(64)                                 -> decimal(20,0), so it never overflows
+//	bit(1)                                                   -> boolean
 //	decimal(p,s) with p <= 38                                -> decimal(p,s)
 //	decimal(p,s) with p > 38                                 -> string with the exact decimal text (Precision/Scale still set)
 //	float / double                                           -> float32 / float64
-//	char, varchar, *text in utf8mb4, utf8mb3 (utf8), ascii   -> string
-//	binary, varbinary, *blob                                 -> binary
+//	char, varchar, *text                                     -> string (UTF-8; see charset.go for the character sets)
+//	enum, set                                                -> string: the label, or the labels joined by ","
 //	json (MySQL) and MariaDB JSON (a longtext)               -> string
+//	inet4, inet6, uuid (MariaDB)                             -> string, as the server prints them
+//	binary, varbinary, *blob                                 -> binary
+//	geometry, point, linestring, polygon, multi*, *collection -> binary: WKB, without MySQL's 4-byte SRID prefix
 //	date / datetime / timestamp                              -> date / timestamp / timestamptz
+//	time                                                     -> time: int64 microseconds (an Iceberg long)
+//
+// A text column in a character set other than the UTF-8 family and ascii
+// gets " character set <name>" appended to c.ColumnType (once), which is how
+// the decoders learn the encoding of the binlog's bytes; when charset is
+// empty, that suffix names it.
 func MapColumn(c *cdcsync.Column, charset string) error {
 	dt := strings.ToLower(strings.TrimSpace(c.DataType))
-	ct := strings.ToLower(c.ColumnType)
+	base := c.ColumnType
+	if schemaIsText(dt) {
+		var suffix string
+		base, suffix = schemaSplitCharset(c.ColumnType)
+		if charset == "" {
+			charset = suffix
+		}
+	}
+	charset = strings.ToLower(strings.TrimSpace(charset))
+	c.ColumnType = base
+	ct := strings.ToLower(base)
 	c.Kind, c.Precision, c.Scale = cdcsync.KindInvalid, 0, 0
 	c.Unsigned = strings.Contains(ct, "unsigned") || strings.Contains(ct, "zerofill")
 	switch dt {
 	case "tinyint", "smallint", "mediumint":
 		c.Kind = cdcsync.KindInt32
+	case "year":
+		c.Kind = cdcsync.KindInt32
+		c.Unsigned = true // as the table map's signedness says
 	case "int", "integer":
 		c.Kind = cdcsync.KindInt32
 		if c.Unsigned {
@@ -224,6 +249,15 @@ func MapColumn(c *cdcsync.Column, charset string) error {
 	case "bigint":
 		c.Kind = cdcsync.KindInt64
 		if c.Unsigned {
+			c.Kind, c.Precision, c.Scale = cdcsync.KindDecimal, 20, 0
+		}
+	case "bit":
+		switch n := max(schemaFixedLength(ct), 1); {
+		case n == 1:
+			c.Kind = cdcsync.KindBool
+		case n < 64:
+			c.Kind = cdcsync.KindInt64
+		case n == 64:
 			c.Kind, c.Precision, c.Scale = cdcsync.KindDecimal, 20, 0
 		}
 	case "decimal", "numeric", "fixed":
@@ -242,19 +276,35 @@ func MapColumn(c *cdcsync.Column, charset string) error {
 	case "double", "double precision", "real":
 		c.Kind = cdcsync.KindFloat64
 	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
-		switch strings.ToLower(charset) {
-		case "utf8mb4", "utf8mb3", "utf8", "ascii":
-			c.Kind = cdcsync.KindString
-		default:
+		if charset == "" || !charsetSupported(charset) {
 			cs := charset
 			if cs == "" {
 				cs = "unknown"
 			}
 			return &UnsupportedColumnError{Column: c.Name, ColumnType: c.ColumnType, Charset: cs}
 		}
+		c.Kind = cdcsync.KindString
+		if !charsetUTF8(charset) {
+			c.ColumnType = base + " character set " + charset
+		}
+	case "enum", "set":
+		labels, ok := schemaLabels(base)
+		if !ok {
+			break
+		}
+		if schemaLabelsLossy(labels, charset) {
+			c.Unsigned = false
+			return &UnsupportedColumnError{Column: c.Name, ColumnType: c.ColumnType,
+				Detail: "a label holds \"?\", which is how information_schema shows characters outside Unicode's Basic Multilingual Plane (emoji), " +
+					"so cdcsync cannot know the labels the binlog's numbers stand for"}
+		}
+		c.Kind = cdcsync.KindString
 	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
 		c.Kind = cdcsync.KindBinary
-	case "json":
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+		"geometrycollection", "geomcollection":
+		c.Kind = cdcsync.KindBinary
+	case "json", "inet4", "inet6", "uuid":
 		c.Kind = cdcsync.KindString
 	case "date":
 		c.Kind = cdcsync.KindDate
@@ -262,12 +312,167 @@ func MapColumn(c *cdcsync.Column, charset string) error {
 		c.Kind = cdcsync.KindTimestamp
 	case "timestamp":
 		c.Kind = cdcsync.KindTimestampTZ
+	case "time":
+		c.Kind = cdcsync.KindTime
 	}
 	if c.Kind == cdcsync.KindInvalid {
 		c.Unsigned = false
 		return &UnsupportedColumnError{Column: c.Name, ColumnType: c.ColumnType}
 	}
 	return nil
+}
+
+// schemaIsText reports whether a data type is one whose column type may
+// carry the character set suffix of MapColumn.
+func schemaIsText(dt string) bool {
+	switch dt {
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+		return true
+	}
+	return false
+}
+
+// schemaSplitCharset splits the " character set <name>" suffix MapColumn
+// appends to the type of a text column off its column type (only text column
+// types have it; an ENUM label may hold the same words).
+func schemaSplitCharset(ct string) (base, charset string) {
+	const sep = " character set "
+	if len(ct) <= len(sep) {
+		return ct, ""
+	}
+	i := strings.LastIndex(ct, sep)
+	if i < 0 {
+		return ct, ""
+	}
+	return ct[:i], ct[i+len(sep):]
+}
+
+// schemaLabels parses the labels of "enum('a','b')" or "set(...)" as
+// information_schema writes them: a quote in a label is written twice, and a
+// backslash, newline, carriage return and NUL as \\, \n, \r and \0 (other
+// backslash escapes are read too).
+func schemaLabels(ct string) ([]string, bool) {
+	open := strings.IndexByte(ct, '(')
+	if open < 0 || !strings.HasSuffix(ct, ")") {
+		return nil, false
+	}
+	s := ct[open+1 : len(ct)-1]
+	var labels []string
+	for len(s) > 0 {
+		if s[0] != '\'' {
+			return nil, false
+		}
+		var b strings.Builder
+		i := 1
+		for {
+			if i >= len(s) {
+				return nil, false
+			}
+			c := s[i]
+			if c == '\'' {
+				if i+1 < len(s) && s[i+1] == '\'' {
+					b.WriteByte('\'')
+					i += 2
+					continue
+				}
+				i++
+				break
+			}
+			if c == '\\' && i+1 < len(s) {
+				switch e := s[i+1]; e {
+				case 'n':
+					b.WriteByte('\n')
+				case 'r':
+					b.WriteByte('\r')
+				case 't':
+					b.WriteByte('\t')
+				case '0':
+					b.WriteByte(0)
+				case 'Z':
+					b.WriteByte(0x1a)
+				case 'b':
+					b.WriteByte('\b')
+				default:
+					b.WriteByte(e)
+				}
+				i += 2
+				continue
+			}
+			b.WriteByte(c)
+			i++
+		}
+		labels = append(labels, b.String())
+		s = s[i:]
+		if len(s) > 0 {
+			if s[0] != ',' {
+				return nil, false
+			}
+			s = s[1:]
+		}
+	}
+	return labels, len(labels) > 0
+}
+
+// schemaQuoteLabel writes an ENUM or SET label as information_schema does
+// in COLUMN_TYPE (schemaLabels reads it back): quoted, a quote written twice,
+// and a backslash, newline, carriage return and NUL escaped. A
+// column type built from a DDL statement must quote its labels so, to match
+// the one LoadSchema reads.
+func schemaQuoteLabel(label string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for i := 0; i < len(label); i++ {
+		switch c := label[i]; c {
+		case '\'':
+			b.WriteString("''")
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case 0:
+			b.WriteString(`\0`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// schemaLabelsLossy reports whether labels read from information_schema
+// may have lost characters: it shows text in utf8mb3, with "?" for every
+// character outside the Basic Multilingual Plane, which only these
+// character sets can hold.
+func schemaLabelsLossy(labels []string, charset string) bool {
+	switch charset {
+	case "utf8mb4", "utf16", "utf16le", "utf32":
+	default:
+		return false
+	}
+	for _, l := range labels {
+		if strings.Contains(l, "?") {
+			return true
+		}
+	}
+	return false
+}
+
+var schemaLabelCache sync.Map // column type -> []string
+
+// schemaLabelsOf returns the labels of an ENUM or SET column type, parsed
+// once per type.
+func schemaLabelsOf(ct string) ([]string, bool) {
+	if v, ok := schemaLabelCache.Load(ct); ok {
+		return v.([]string), true
+	}
+	labels, ok := schemaLabels(ct)
+	if !ok {
+		return nil, false
+	}
+	schemaLabelCache.Store(ct, labels)
+	return labels, true
 }
 
 // schemaPrecScale parses "decimal(10,2) unsigned".

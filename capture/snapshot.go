@@ -17,6 +17,8 @@ import (
 type Snapshotter struct {
 	conn *client.Conn
 	pos  cdcsync.Position
+	// Values applies the types: policies; nil means the defaults.
+	Values *ValuePolicy
 }
 
 // BeginSnapshot opens a consistent-snapshot transaction and reads its binlog
@@ -114,9 +116,9 @@ func (s *Snapshotter) Copy(ctx context.Context, ts *cdcsync.TableSchema, add fun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		row, err := DecodeSnapshotRow(ts, raw)
+		row, err := s.Values.SnapshotRow(ts, raw, s.pos)
 		if err != nil {
-			return fmt.Errorf("initial copy: %w", err)
+			return fmt.Errorf("initial copy at %s: %w", s.pos, err)
 		}
 		return add(row)
 	}, nil)

@@ -24,10 +24,36 @@ type StreamConfig struct {
 	ServerUUID string // identity of the server, for file/offset positions
 	Start      cdcsync.Position
 	Schemas    map[cdcsync.TableID]*cdcsync.TableSchema
-	// Committed holds each table's committed position: a DDL statement that a
-	// table's copy already reflects is passed over.
+	// Committed holds each table's committed position: rows events and DDL
+	// statements that a table's Iceberg rows already reflect are passed over
+	// (rows events without being decoded, since they may predate the
+	// schema in Schemas).
 	Committed map[cdcsync.TableID]cdcsync.Position
-	Log       *slog.Logger
+	// SchemaPos holds the position each table's schema in Schemas is as of:
+	// a DDL statement it covers is passed over.
+	SchemaPos map[cdcsync.TableID]cdcsync.Position
+	// Shadows are the shadow tables of online schema change tools that
+	// cdcsync remembers with their base tables.
+	Shadows []ShadowAt
+	// Stopped tables are no longer mirrored: their events are passed over,
+	// and a CREATE TABLE of their name does not restart the stream.
+	Stopped map[cdcsync.TableID]bool
+	// Horizon is the server's position when the session listed the tables:
+	// a table created before it that the session does not know was dropped
+	// or renamed since, and is not a new table.
+	Horizon cdcsync.Position
+	// Config supplies the ddl policies; nil means the defaults.
+	Config *config.Config
+	// Values applies the types: policies to values Iceberg cannot hold;
+	// nil means the defaults (an error).
+	Values *ValuePolicy
+	Log    *slog.Logger
+}
+
+func (c *StreamConfig) logf(msg string, args ...any) {
+	if c.Log != nil {
+		c.Log.Warn(msg, args...)
+	}
 }
 
 // ErrDisconnected wraps failures to reach or read from the server; the
@@ -53,22 +79,15 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	if err != nil {
 		return err
 	}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:             cfg.Source.ServerID,
-		Flavor:               cfg.Flavor,
-		Host:                 cfg.Source.Host,
-		Port:                 uint16(cfg.Source.Port),
-		User:                 cfg.Source.User,
-		Password:             pw,
-		TLSConfig:            tlsCfg,
-		ParseTime:            true,
-		UseDecimal:           true,
-		HeartbeatPeriod:      10 * time.Second,
-		ReadTimeout:          60 * time.Second,
-		MaxReconnectAttempts: 1,
-		DisableRetrySync:     true,
-		Logger:               slog.New(slog.DiscardHandler),
-	})
+	syncer := replication.NewBinlogSyncer(DecodingSyncerConfig(replication.BinlogSyncerConfig{
+		ServerID:  cfg.Source.ServerID,
+		Flavor:    cfg.Flavor,
+		Host:      cfg.Source.Host,
+		Port:      uint16(cfg.Source.Port),
+		User:      cfg.Source.User,
+		Password:  pw,
+		TLSConfig: tlsCfg,
+	}))
 	defer syncer.Close()
 
 	var streamer *replication.BinlogStreamer
@@ -92,6 +111,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		return fmt.Errorf("%w: start reading the binlog of %s:%d at %s: %w", ErrDisconnected, cfg.Source.Host, cfg.Source.Port, cfg.Start, err)
 	}
 	r := &reader{cfg: cfg, gtids: gtids, file: cfg.Start.File}
+	r.initTracking()
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
@@ -110,8 +130,32 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 			case <-ctx.Done():
 				return nil
 			}
+			if r.restart != nil {
+				return r.restart
+			}
 		}
 	}
+}
+
+// DecodingSyncerConfig completes a BinlogSyncerConfig that names the server
+// and the account with the decoding and retry options the stream relies on,
+// so the bench harness's raw-decode baseline decodes exactly as cdcsync does.
+func DecodingSyncerConfig(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
+	// Dates and times as text (TIMESTAMP in UTC): with ParseTime, go-mysql
+	// builds a time.Time from a DATETIME, which turns an invalid day
+	// (ALLOW_INVALID_DATES) into another date.
+	c.ParseTime = false
+	c.TimestampStringLocation = time.UTC
+	c.UseDecimal = true
+	c.HeartbeatPeriod = 10 * time.Second
+	c.ReadTimeout = 60 * time.Second
+	// Never resume by itself: after a reconnect in file/offset mode the
+	// stream could restart mid-transaction; cdcsync restarts from its own
+	// committed position instead.
+	c.MaxReconnectAttempts = 1
+	c.DisableRetrySync = true
+	c.Logger = slog.New(slog.DiscardHandler)
+	return c
 }
 
 // reader assembles binlog events into transactions.
@@ -122,6 +166,12 @@ type reader struct {
 	pos   uint32
 	txn   *cdcsync.Txn
 	inTxn bool
+
+	// Schema tracking (ddltrack.go).
+	tables  map[cdcsync.TableID]*tracked
+	shadows map[cdcsync.TableID]*shadowState
+	stopped map[cdcsync.TableID]bool
+	restart error // returned once the open transaction is sent
 }
 
 func (r *reader) position() cdcsync.Position {
@@ -197,7 +247,7 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		case "COMMIT":
 			return r.end(h)
 		}
-		if err := r.checkDDL(h, string(e.Schema), q); err != nil {
+		if err := r.queryDDL(h, string(e.Schema), q, e.StatusVars); err != nil {
 			return nil, err
 		}
 		if !r.inTxn {
@@ -207,22 +257,34 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 	case *replication.XIDEvent:
 		return r.end(h)
 	case *replication.RowsEvent:
-		return nil, r.rows(e)
+		return nil, r.rows(h, e)
 	}
 	return nil, nil
 }
 
-func (r *reader) rows(e *replication.RowsEvent) error {
+func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) error {
 	id := cdcsync.TableID{Database: string(e.Table.Schema), Table: string(e.Table.Table)}
-	s := r.cfg.Schemas[id]
-	if s == nil {
+	t := r.tables[id]
+	if t == nil {
 		return nil
 	}
-	r.begin()
-	if int(e.ColumnCount) != len(s.Columns) {
-		return fmt.Errorf("a rows event for %s at %s has %d columns but cdcsync knows %d: the table was altered, "+
-			"which cdcsync cannot follow yet; drop its Iceberg table to re-copy it, or exclude it", id, r.position(), e.ColumnCount, len(s.Columns))
+	if t.catching {
+		// Events the table's Iceberg rows already hold are passed over
+		// without decoding: they may predate the schema cdcsync holds.
+		if covers(t.committed, r.probe(h)) {
+			return nil
+		}
+		t.catching = false
 	}
+	s := t.schema
+	r.begin()
+	if t.mapSeen != e.Table && !sameTableMap(t.mapSeen, e.Table) {
+		if err := checkTableMap(s, e.Table); err != nil {
+			r.stopForTableMap(id, err)
+			return nil
+		}
+	}
+	t.mapSeen = e.Table
 	for _, skipped := range e.SkippedColumns {
 		if len(skipped) > 0 {
 			return fmt.Errorf("a rows event for %s at %s lacks columns: binlog_row_image is not FULL; cdcsync needs FULL: SET GLOBAL binlog_row_image='FULL'", id, r.position())
@@ -269,7 +331,7 @@ func (r *reader) rows(e *replication.RowsEvent) error {
 }
 
 func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int, error) {
-	row, err := DecodeBinlogRow(s, raw)
+	row, err := r.cfg.Values.BinlogRow(s, raw, r.position())
 	if err != nil {
 		return nil, 0, fmt.Errorf("at %s: %w", r.position(), err)
 	}
@@ -290,39 +352,6 @@ func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int,
 var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +
 	"(ALTER\\s+(?:ONLINE\\s+|IGNORE\\s+)*TABLE|DROP\\s+(?:TEMPORARY\\s+)?TABLE(?:\\s+IF\\s+EXISTS)?|RENAME\\s+TABLES?|TRUNCATE(?:\\s+TABLE)?|CREATE\\s+(?:OR\\s+REPLACE\\s+)?TABLE(?:\\s+IF\\s+NOT\\s+EXISTS)?)" +
 	"\\s+((?:`[^`]+`|[\\w$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[\\w$]+))?)")
-
-// checkDDL stops at a statement that changes a selected table: cdcsync does
-// not evolve schemas yet, and applying later rows with the old schema would be
-// wrong. A new table matching the include patterns restarts the pipeline.
-func (r *reader) checkDDL(h *replication.EventHeader, schema, q string) error {
-	m := ddlTable.FindStringSubmatch(q)
-	if m == nil {
-		return nil
-	}
-	verb := strings.ToUpper(strings.Fields(m[1])[0])
-	id := parseTableName(schema, m[2])
-	if verb == "CREATE" {
-		if _, known := r.cfg.Schemas[id]; !known && r.cfg.Source.Selects(id.Database, id.Table) {
-			return fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
-		}
-		return nil
-	}
-	if _, ok := r.cfg.Schemas[id]; !ok {
-		return nil
-	}
-	if committed, ok := r.cfg.Committed[id]; ok {
-		probe := &cdcsync.Txn{Pos: r.position()}
-		probe.Pos.Offset = h.LogPos
-		if r.txn != nil {
-			probe.GTID = r.txn.GTID
-		}
-		if covered, err := committed.Covers(probe); err == nil && covered {
-			return nil // the table was copied after this statement
-		}
-	}
-	return fmt.Errorf("%s changes the selected table %s at %s (%q); cdcsync cannot apply schema changes yet: "+
-		"exclude the table, or drop its Iceberg table and restart cdcsync to copy it again", verb, id, r.position(), abbreviate(q, 200))
-}
 
 func parseTableName(schema, name string) cdcsync.TableID {
 	parts := strings.SplitN(name, ".", 2)

@@ -39,6 +39,10 @@ type Config struct {
 	Log       Log         `yaml:"log"`
 	HTTP      HTTP        `yaml:"http"`
 
+	Maintenance Maintenance `yaml:"maintenance"`
+	DDL         DDL         `yaml:"ddl"`
+	Types       Types       `yaml:"types"`
+
 	meta *meta // where each key was written; nil for a Config built in code
 }
 
@@ -54,6 +58,8 @@ type Source struct {
 	Exclude        []string `yaml:"exclude"`         // patterns that exclude
 	ConnectTimeout Duration `yaml:"connect_timeout"` // default 10s
 	TLS            TLS      `yaml:"tls"`
+
+	keepShadows bool // ddl.online_schema_change: off (see ddl.go)
 }
 
 // TLS configures the connection to the MySQL server.
@@ -127,6 +133,8 @@ type TableRule struct {
 	Namespace string   `yaml:"namespace"` // Iceberg namespace; default the MySQL database name; single level
 	Name      string   `yaml:"name"`      // Iceberg table name; default the MySQL table name
 	Partition []string `yaml:"partition"` // "col", "identity(col)", "bucket(N, col)", "truncate(W, col)", "year(col)", "month(col)", "day(col)", "hour(col)"
+	// DDLIncompatible overrides ddl.incompatible for this table.
+	DDLIncompatible string `yaml:"ddl_incompatible"`
 }
 
 // Epoch bounds how many changes are collected before one Iceberg commit.
@@ -153,6 +161,39 @@ type HTTP struct {
 	Listen string `yaml:"listen"` // default "127.0.0.1:9187"; serves /metrics, /healthz, /readyz; "off" disables
 }
 
+// Maintenance configures the table maintenance cdcsync runs in process,
+// between its own commits: compaction, snapshot expiry and orphan cleanup.
+type Maintenance struct {
+	Enabled     bool           `yaml:"enabled"`      // default true
+	EveryEpochs int            `yaml:"every_epochs"` // default 5: at most one compaction (and one expiry) per table per this many of its epochs
+	Compaction  Compaction     `yaml:"compaction"`
+	Snapshots   SnapshotExpiry `yaml:"snapshots"`
+	Orphans     OrphanCleanup  `yaml:"orphans"`
+}
+
+// Compaction decides when a table's files are rewritten and bounds the work.
+type Compaction struct {
+	DeleteFiles    int      `yaml:"delete_files"`     // default 5: compact a partition that has this many delete files
+	DeleteRatio    float64  `yaml:"delete_ratio"`     // default 0.2: ... or whose delete rows reach this fraction of its data rows
+	SmallFiles     int      `yaml:"small_files"`      // default 10: ... or that has this many small data files
+	SmallFileSize  ByteSize `yaml:"small_file_size"`  // default 32MiB: a data file below this size is small
+	TargetFileSize ByteSize `yaml:"target_file_size"` // default 128MiB: size of the rewritten files
+	MaxBytes       ByteSize `yaml:"max_bytes"`        // default 256MiB: data rewritten per epoch, across tables, at most
+	MaxManifests   int      `yaml:"max_manifests"`    // default 50: merge data manifests when a table has more than this many manifests
+}
+
+// SnapshotExpiry says which snapshots are kept.
+type SnapshotExpiry struct {
+	MaxAge  Duration `yaml:"max_age"`  // default 1h: snapshots older than this are expired ...
+	MinKeep int      `yaml:"min_keep"` // default 20: ... except the newest min_keep (and always cdcsync's last epoch commit)
+}
+
+// OrphanCleanup configures the removal of files no snapshot references.
+type OrphanCleanup struct {
+	MinAge   Duration `yaml:"min_age"`  // default 24h: only files older than this are removed
+	Interval Duration `yaml:"interval"` // default 1h: time between two cleanups of a table
+}
+
 // HTTPOff is the value of http.listen that disables the HTTP server.
 const HTTPOff = "off"
 
@@ -172,6 +213,19 @@ const (
 	DefaultCommitConcurrency = 4
 	DefaultBatchRows         = 50000
 	DefaultHTTPListen        = "127.0.0.1:9187"
+
+	DefaultMaintenanceEveryEpochs = 5
+	DefaultCompactDeleteFiles     = 5
+	DefaultCompactDeleteRatio     = 0.2
+	DefaultCompactSmallFiles      = 10
+	DefaultCompactSmallFileSize   = ByteSize(32 << 20)
+	DefaultCompactTargetFileSize  = ByteSize(128 << 20)
+	DefaultCompactMaxBytes        = ByteSize(256 << 20)
+	DefaultCompactMaxManifests    = 50
+	DefaultSnapshotMaxAge         = time.Hour
+	DefaultSnapshotMinKeep        = 20
+	DefaultOrphanMinAge           = 24 * time.Hour
+	DefaultOrphanInterval         = time.Hour
 )
 
 // meta remembers where the keys of a parsed file were, so that Validate can
@@ -308,6 +362,33 @@ func (c *Config) applyDefaults() {
 	c.Log.Format = strings.ToLower(strings.TrimSpace(c.Log.Format))
 
 	str("http.listen", &c.HTTP.Listen, DefaultHTTPListen)
+	c.applyDDLDefaults()
+	c.applyTypesDefaults()
+
+	size := func(p string, v *ByteSize, def ByteSize) {
+		if *v == 0 && !c.explicit(p) {
+			*v = def
+		}
+	}
+	m := &c.Maintenance
+	if !c.explicit("maintenance.enabled") {
+		m.Enabled = true
+	}
+	num("maintenance.every_epochs", &m.EveryEpochs, DefaultMaintenanceEveryEpochs)
+	mc := &m.Compaction
+	num("maintenance.compaction.delete_files", &mc.DeleteFiles, DefaultCompactDeleteFiles)
+	if mc.DeleteRatio == 0 && !c.explicit("maintenance.compaction.delete_ratio") {
+		mc.DeleteRatio = DefaultCompactDeleteRatio
+	}
+	num("maintenance.compaction.small_files", &mc.SmallFiles, DefaultCompactSmallFiles)
+	size("maintenance.compaction.small_file_size", &mc.SmallFileSize, DefaultCompactSmallFileSize)
+	size("maintenance.compaction.target_file_size", &mc.TargetFileSize, DefaultCompactTargetFileSize)
+	size("maintenance.compaction.max_bytes", &mc.MaxBytes, DefaultCompactMaxBytes)
+	num("maintenance.compaction.max_manifests", &mc.MaxManifests, DefaultCompactMaxManifests)
+	dur("maintenance.snapshots.max_age", &m.Snapshots.MaxAge, DefaultSnapshotMaxAge)
+	num("maintenance.snapshots.min_keep", &m.Snapshots.MinKeep, DefaultSnapshotMinKeep)
+	dur("maintenance.orphans.min_age", &m.Orphans.MinAge, DefaultOrphanMinAge)
+	dur("maintenance.orphans.interval", &m.Orphans.Interval, DefaultOrphanInterval)
 }
 
 // resolvePaths makes the relative local paths absolute against dir.

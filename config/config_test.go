@@ -100,6 +100,7 @@ tables:
     namespace: sales
     name: orders_v1
     partition: ["day(created_at)", "bucket(16, id)"]
+    ddl_incompatible: recopy
   - match: crm.customers
     partition: [country, "truncate(4, zip)"]
 epoch:
@@ -114,6 +115,32 @@ log:
   format: json
 http:
   listen: "0.0.0.0:9999"
+maintenance:
+  enabled: false
+  every_epochs: 5
+  compaction:
+    delete_files: 8
+    delete_ratio: 0.05
+    small_files: 10
+    small_file_size: 8MiB
+    target_file_size: 64MiB
+    max_bytes: 1GiB
+    max_manifests: 20
+  snapshots:
+    max_age: 30m
+    min_keep: 5
+  orphans:
+    min_age: 2h
+    interval: 10m
+ddl:
+  incompatible: recopy
+  drop_table: drop
+  rename_table: keep
+  online_schema_change: "off"
+types:
+  zero_date: to_null
+  zero_datetime: To_Epoch
+  zero_timestamp: "null"
 `
 
 var fullWant = Config{
@@ -125,6 +152,7 @@ var fullWant = Config{
 		ConnectTimeout: Duration{30 * time.Second},
 		TLS: TLS{Mode: "verify-full", CAFile: "/etc/cdcsync/ca.pem", CertFile: "/etc/cdcsync/client.pem",
 			KeyFile: "/etc/cdcsync/client.key", ServerName: "mysql.internal"},
+		keepShadows: true, // ddl.online_schema_change: off
 	},
 	Warehouse: Warehouse{Location: "s3://lake/cdc", S3: S3{
 		Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: true, AccessKeyID: "minioadmin",
@@ -135,13 +163,21 @@ var fullWant = Config{
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
 	},
 	Tables: []TableRule{
-		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}},
+		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy"},
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
 	Epoch:    Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
 	Snapshot: Snapshot{BatchRows: 10000},
 	Log:      Log{Level: "debug", Format: "json"},
 	HTTP:     HTTP{Listen: "0.0.0.0:9999"},
+	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
+		Compaction: Compaction{DeleteFiles: 8, DeleteRatio: 0.05, SmallFiles: 10, SmallFileSize: 8 << 20,
+			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxManifests: 20},
+		Snapshots: SnapshotExpiry{MaxAge: Duration{30 * time.Minute}, MinKeep: 5},
+		Orphans:   OrphanCleanup{MinAge: Duration{2 * time.Hour}, Interval: Duration{10 * time.Minute}},
+	},
+	DDL:   DDL{Incompatible: "recopy", DropTable: "drop", RenameTable: "keep", OnlineSchemaChange: "off"},
+	Types: Types{ZeroDate: TypeToNull, ZeroDatetime: TypeToEpoch, ZeroTimestamp: TypeToNull},
 }
 
 // secrets are the secret values of the full config.
@@ -215,6 +251,14 @@ func TestDefaults(t *testing.T) {
 		Snapshot:  Snapshot{BatchRows: 50000},
 		Log:       Log{Level: "info", Format: "text"},
 		HTTP:      HTTP{Listen: "127.0.0.1:9187"},
+		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
+			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
+				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxManifests: 50},
+			Snapshots: SnapshotExpiry{MaxAge: Duration{time.Hour}, MinKeep: 20},
+			Orphans:   OrphanCleanup{MinAge: Duration{24 * time.Hour}, Interval: Duration{time.Hour}},
+		},
+		DDL:   DDL{Incompatible: "stop", DropTable: "keep", RenameTable: "follow", OnlineSchemaChange: "follow"},
+		Types: Types{ZeroDate: TypeError, ZeroDatetime: TypeError, ZeroTimestamp: TypeError},
 	}
 	if got := stripMeta(c); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %#v\nwant %#v", got, want)
@@ -390,6 +434,26 @@ func TestValidationErrors(t *testing.T) {
 			`line 4: epoch.max_bytes must be a positive size (got -1), e.g. max_bytes: 128MiB`,
 			`line 5: epoch.commit_concurrency must be a positive number of tables committed in parallel (got -2)`,
 			`line 7: snapshot.batch_rows must be a positive number of rows (got 0)`}},
+		{"maintenance not positive", "maintenance:\n  every_epochs: 0\n  compaction:\n    delete_files: 0\n    delete_ratio: 1.5\n    small_files: 1\n" +
+			"    small_file_size: 0\n    target_file_size: 0\n    max_bytes: 0\n    max_manifests: 1\n  snapshots:\n    max_age: 0s\n    min_keep: 0\n" +
+			"  orphans:\n    min_age: -1s\n    interval: 0s\n", []string{
+			`line 2: maintenance.every_epochs must be a positive number of epochs (got 0)`,
+			`line 4: maintenance.compaction.delete_files must be a positive number of delete files (got 0)`,
+			`line 5: maintenance.compaction.delete_ratio must be a fraction above 0 and at most 1 (got 1.5)`,
+			`line 6: maintenance.compaction.small_files must be at least 2 (got 1)`,
+			`line 7: maintenance.compaction.small_file_size must be a positive size (got 0)`,
+			`line 8: maintenance.compaction.target_file_size must be a positive size (got 0)`,
+			`line 9: maintenance.compaction.max_bytes must be a positive size (got 0)`,
+			`line 10: maintenance.compaction.max_manifests must be at least 2 (got 1)`,
+			`line 12: maintenance.snapshots.max_age must be positive (got 0s)`,
+			`line 13: maintenance.snapshots.min_keep must be at least 1 (got 0)`,
+			`line 15: maintenance.orphans.min_age must be positive (got -1s)`,
+			`line 16: maintenance.orphans.interval must be positive (got 0s)`}},
+		{"maintenance sizes inconsistent", "maintenance:\n  compaction:\n    small_file_size: 64MiB\n    target_file_size: 32MiB\n    max_bytes: 16MiB\n", []string{
+			`line 3: maintenance.compaction.small_file_size (64MiB) must be smaller than target_file_size (32MiB)`,
+			`line 5: maintenance.compaction.max_bytes (16MiB) must be at least target_file_size (32MiB)`}},
+		{"bad ratio", "maintenance:\n  compaction:\n    delete_ratio: lots\n", []string{
+			`line 3: maintenance.compaction.delete_ratio: "lots" is not a number: write a decimal such as 0.2`}},
 		{"bad listen", "http:\n  listen: 9187\n", []string{`line 2: http.listen "9187" is not an address: write host:port, e.g. 127.0.0.1:9187 or :9187, or off to disable the HTTP server`}},
 		{"bad location scheme", "warehouse:\n  location: gs://b/p\n", []string{`line 2: warehouse.location "gs://b/p" uses the scheme "gs", which cdcsync does not support`}},
 		{"oss without endpoint", "warehouse:\n  location: oss://b/p\n", []string{`warehouse.s3.endpoint is missing: an oss:// location needs the OSS endpoint of the bucket's region`}},
@@ -946,5 +1010,31 @@ func TestDocs(t *testing.T) {
 	}
 	if examples < 3 {
 		t.Errorf("found %d complete examples in the docs, want at least 3", examples)
+	}
+}
+
+// TestTypes covers the types: section: its policies, synonyms, and a bare
+// YAML null, which would otherwise silently mean the default.
+func TestTypes(t *testing.T) {
+	base := "source:\n  user: u\n  server_id: 5\n  include: [\"a.*\"]\n"
+	c, err := Parse([]byte(base+"types:\n  zero_date: epoch\n  zero_timestamp: TO_NULL\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Types{ZeroDate: TypeToEpoch, ZeroDatetime: TypeError, ZeroTimestamp: TypeToNull}); c.Types != want {
+		t.Errorf("types = %+v, want %+v", c.Types, want)
+	}
+	for yaml, wants := range map[string][]string{
+		"types:\n  zero_date: null\n":      {"line 6", "types.zero_date is written as a bare null", "to_null"},
+		"types:\n  zero_datetime: zero\n":  {"line 6", `types.zero_datetime "zero" is not valid`, "error, to_null, to_epoch"},
+		"types:\n  zero_timestamp: \"\"\n": {"types.zero_timestamp is empty"},
+		"types:\n  zero_dates: error\n":    {`unknown key "zero_dates"`, "zero_date"},
+	} {
+		_, err := Parse([]byte(base+yaml), "")
+		for _, w := range wants {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %v lacks %q", yaml, err, w)
+			}
+		}
 	}
 }

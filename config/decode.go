@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -218,6 +219,17 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float32, reflect.Float64:
+		s, shown, ok := d.text(n, path, "a number")
+		if !ok {
+			return
+		}
+		f, err := strconv.ParseFloat(cleanInt(s), v.Type().Bits())
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.errorf(n.Line, "%s: %s is not a number: write a decimal such as 0.2", path, shown)
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		s, shown, ok := d.text(n, path, "an integer")
 		if !ok {

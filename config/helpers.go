@@ -83,6 +83,11 @@ func (s *Source) Selects(db, table string) bool {
 	if !included {
 		return false
 	}
+	if !s.keepShadows {
+		if _, _, shadow := ShadowOf(table); shadow {
+			return false // a shadow table of gh-ost or pt-online-schema-change (ddl.online_schema_change)
+		}
+	}
 	for _, p := range s.Exclude {
 		if matchPattern(p, db, table) {
 			return false

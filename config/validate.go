@@ -131,6 +131,10 @@ func (c *Config) Validate() error {
 		p.add("snapshot.batch_rows", "snapshot.batch_rows must be a positive number of rows (got %d), e.g. batch_rows: 50000", c.Snapshot.BatchRows)
 	}
 
+	p.maintenance()
+	p.ddl()
+	p.types()
+
 	p.enum("log.level", c.Log.Level, logLevels)
 	p.enum("log.format", c.Log.Format, logFormats)
 
@@ -406,5 +410,52 @@ func (p *problems) partition(i int, r *TableRule) {
 			}
 			timeCol[f.Column] = seen{j, entry}
 		}
+	}
+}
+
+func (p *problems) maintenance() {
+	m := &p.c.Maintenance
+	if m.EveryEpochs <= 0 {
+		p.add("maintenance.every_epochs", "maintenance.every_epochs must be a positive number of epochs (got %d), e.g. every_epochs: 10", m.EveryEpochs)
+	}
+	c := &m.Compaction
+	if c.DeleteFiles <= 0 {
+		p.add("maintenance.compaction.delete_files", "maintenance.compaction.delete_files must be a positive number of delete files (got %d), e.g. delete_files: 20", c.DeleteFiles)
+	}
+	if !(c.DeleteRatio > 0 && c.DeleteRatio <= 1) {
+		p.add("maintenance.compaction.delete_ratio", "maintenance.compaction.delete_ratio must be a fraction above 0 and at most 1 (got %g), e.g. delete_ratio: 0.2", c.DeleteRatio)
+	}
+	if c.SmallFiles < 2 {
+		p.add("maintenance.compaction.small_files", "maintenance.compaction.small_files must be at least 2 (got %d): it is how many small files of a partition are merged, e.g. small_files: 20", c.SmallFiles)
+	}
+	if c.TargetFileSize <= 0 {
+		p.add("maintenance.compaction.target_file_size", "maintenance.compaction.target_file_size must be a positive size (got %d), e.g. target_file_size: 128MiB", int64(c.TargetFileSize))
+	}
+	switch {
+	case c.SmallFileSize <= 0:
+		p.add("maintenance.compaction.small_file_size", "maintenance.compaction.small_file_size must be a positive size (got %d), e.g. small_file_size: 32MiB", int64(c.SmallFileSize))
+	case c.TargetFileSize > 0 && c.SmallFileSize >= c.TargetFileSize:
+		p.add("maintenance.compaction.small_file_size", "maintenance.compaction.small_file_size (%s) must be smaller than target_file_size (%s), or rewritten files would count as small again", c.SmallFileSize, c.TargetFileSize)
+	}
+	switch {
+	case c.MaxBytes <= 0:
+		p.add("maintenance.compaction.max_bytes", "maintenance.compaction.max_bytes must be a positive size (got %d), e.g. max_bytes: 256MiB", int64(c.MaxBytes))
+	case c.TargetFileSize > 0 && c.MaxBytes < c.TargetFileSize:
+		p.add("maintenance.compaction.max_bytes", "maintenance.compaction.max_bytes (%s) must be at least target_file_size (%s), or a run could not rewrite one full file", c.MaxBytes, c.TargetFileSize)
+	}
+	if c.MaxManifests < 2 {
+		p.add("maintenance.compaction.max_manifests", "maintenance.compaction.max_manifests must be at least 2 (got %d), e.g. max_manifests: 50", c.MaxManifests)
+	}
+	if m.Snapshots.MaxAge.Duration <= 0 {
+		p.add("maintenance.snapshots.max_age", "maintenance.snapshots.max_age must be positive (got %s): snapshots older than this are expired, e.g. max_age: 1h", m.Snapshots.MaxAge.Duration)
+	}
+	if m.Snapshots.MinKeep <= 0 {
+		p.add("maintenance.snapshots.min_keep", "maintenance.snapshots.min_keep must be at least 1 (got %d), e.g. min_keep: 20", m.Snapshots.MinKeep)
+	}
+	if m.Orphans.MinAge.Duration <= 0 {
+		p.add("maintenance.orphans.min_age", "maintenance.orphans.min_age must be positive (got %s): it protects files other writers are still writing, e.g. min_age: 24h", m.Orphans.MinAge.Duration)
+	}
+	if m.Orphans.Interval.Duration <= 0 {
+		p.add("maintenance.orphans.interval", "maintenance.orphans.interval must be positive (got %s), e.g. interval: 1h", m.Orphans.Interval.Duration)
 	}
 }

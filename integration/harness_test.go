@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/config"
@@ -397,4 +398,44 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	cmd := exec.CommandContext(ctx, binary, args...)
 	out, _ := cmd.CombinedOutput()
 	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// assertEpochSnapshots checks what an analyst finds in a table's snapshots:
+// the newest epoch commit of the pipeline (maintenance commits may stand on
+// top of it) names the pipeline, its epoch and a MariaDB GTID position, and
+// epoch commits wrote equality deletes (merge-on-read upserts).
+func assertEpochSnapshots(t *testing.T, tbl *table.Table, pipeline string) {
+	t.Helper()
+	meta := tbl.Metadata()
+	var epochSnap *table.Snapshot
+	deletes := false
+	for s := meta.CurrentSnapshot(); s != nil; {
+		props := s.Summary.Properties
+		if props[lake.SummaryPipeline] == pipeline {
+			if epochSnap == nil {
+				epochSnap = s
+			}
+			if n := props["added-equality-delete-files"]; n != "" && n != "0" {
+				deletes = true
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	if epochSnap == nil {
+		t.Fatalf("no snapshot of %s carries pipeline %q", strings.Join(tbl.Identifier(), "."), pipeline)
+	}
+	props := epochSnap.Summary.Properties
+	if props[lake.SummaryEpoch] == "" {
+		t.Errorf("epoch snapshot summary %v lacks the epoch", props)
+	}
+	pos, err := cdcsync.DecodePosition(props[lake.SummaryPosition])
+	if err != nil || pos.Flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(pos.GTIDSet, "0-1-") {
+		t.Errorf("snapshot position %q (%v): want a MariaDB GTID position", props[lake.SummaryPosition], err)
+	}
+	if !deletes {
+		t.Errorf("no epoch commit of %s added equality delete files; cdcsync must write equality deletes (merge-on-read)", strings.Join(tbl.Identifier(), "."))
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/integration/testenv"
-	"github.com/cdcsync/cdcsync/lake"
 )
 
 var mirroredTables = []string{"items", "pairs", "events"}
@@ -54,18 +52,7 @@ func mirrorScenario(t *testing.T, dbName string, o envOptions) {
 	if spec := tbl.Spec(); spec.NumFields() != 1 {
 		t.Errorf("items partition spec = %s, want identity(region)", spec.String())
 	}
-	snap := tbl.CurrentSnapshot()
-	props := snap.Summary.Properties
-	if props[lake.SummaryPipeline] != e.cfg.Pipeline || props[lake.SummaryEpoch] == "" {
-		t.Errorf("snapshot summary %v lacks the pipeline name and epoch", props)
-	}
-	pos, err := cdcsync.DecodePosition(props[lake.SummaryPosition])
-	if err != nil || pos.Flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(pos.GTIDSet, "0-1-") {
-		t.Errorf("snapshot position %q (%v): want a MariaDB GTID position", props[lake.SummaryPosition], err)
-	}
-	if props["total-delete-files"] == "" || props["total-delete-files"] == "0" {
-		t.Errorf("items has no delete files after updates and deletes: %v; cdcsync must write equality deletes (merge-on-read)", props)
-	}
+	assertEpochSnapshots(t, tbl, e.cfg.Pipeline)
 }
 
 func TestMirrorLocalWarehouse(t *testing.T) { mirrorScenario(t, "it_local", envOptions{}) }

@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/integration/testenv"
-	"github.com/cdcsync/cdcsync/lake"
 )
 
 // restSecret is the OAuth2 client secret cdcsync is configured with (through
@@ -145,21 +143,7 @@ func TestMirrorRESTCatalog(t *testing.T) {
 	if spec := tbl.Spec(); spec.NumFields() != 1 {
 		t.Errorf("items partition spec = %s, want identity(region)", spec.String())
 	}
-	snap := tbl.CurrentSnapshot()
-	if snap == nil {
-		t.Fatal("items has no snapshot")
-	}
-	props := snap.Summary.Properties
-	if props[lake.SummaryPipeline] != e.cfg.Pipeline || props[lake.SummaryEpoch] == "" {
-		t.Errorf("snapshot summary %v lacks the pipeline name and epoch", props)
-	}
-	pos, err := cdcsync.DecodePosition(props[lake.SummaryPosition])
-	if err != nil || pos.Flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(pos.GTIDSet, "0-1-") {
-		t.Errorf("snapshot position %q (%v): want a MariaDB GTID position", props[lake.SummaryPosition], err)
-	}
-	if props["total-delete-files"] == "" || props["total-delete-files"] == "0" {
-		t.Errorf("items has no delete files after updates and deletes: %v", props)
-	}
+	assertEpochSnapshots(t, tbl, e.cfg.Pipeline)
 
 	// Metadata (written by the server), data and delete files (written by
 	// cdcsync) and the checkpoint all live in the bucket.

@@ -75,8 +75,11 @@ var ErrConflict = errors.New("another writer committed to the table")
 // of the row's before image), and a data file holding rows, the final images.
 // The commit asserts that the table is still at the snapshot cdcsync last
 // saw. After a failed commit it reloads the table: if the catalog applied
-// the commit after all, Commit succeeds; if another writer committed, it
-// returns an error wrapping ErrConflict; otherwise the error is retryable.
+// the commit after all, Commit succeeds; if another writer only rewrote
+// files (operation "replace": compaction, manifest rewrites) it keeps the
+// reloaded table and returns a retryable error, so the retry commits on top;
+// if another writer committed anything else, it returns an error wrapping
+// ErrConflict; otherwise the error is retryable.
 func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row) error {
 	ctx = t.scope(ctx)
 	if len(deletes) == 0 && len(rows) == 0 {
@@ -212,6 +215,16 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 		return nil
 	}
 	if cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot(); snapshotID(cur) != snapshotID(old) {
+		if onlyRewritesSince(fresh, base) {
+			// Rewrites (a cdcsync compaction, Spark's rewrite_data_files or
+			// rewrite_manifests) keep the rows as they are. This commit only
+			// adds files, whose equality deletes get a higher sequence number
+			// than anything a rewrite wrote and so still apply to the
+			// rewritten rows: committing again on top is safe.
+			t.tbl = fresh
+			return fmt.Errorf("commit epoch %d to %s: %s rewrote files (snapshot %d, operation replace) since cdcsync loaded snapshot %d; "+
+				"the table is reloaded and the commit retried: %w", e.Number, t.ID, writerOf(cur), snapshotID(cur), snapshotID(old), err)
+		}
 		who := "a writer that is not this pipeline"
 		if cur != nil && cur.Summary != nil {
 			if p := cur.Summary.Properties[SummaryPipeline]; p != "" {
@@ -266,4 +279,13 @@ func sliceBatches(l *rowLayout, rows []cdcsync.Row) iter.Seq2[arrow.RecordBatch,
 // CommittedBy returns what the named pipeline last committed to tbl.
 func CommittedBy(tbl *table.Table, pipeline string) (Committed, error) {
 	return committedIn(tbl, pipeline)
+}
+
+// onlyRewritesSince reports whether every snapshot committed on top of base's
+// current snapshot is a "replace" (a rewrite of files that keeps the rows)
+// that is not an epoch commit.
+func onlyRewritesSince(fresh, base *table.Table) bool {
+	return lineageSince(fresh, base, func(s *table.Snapshot) bool {
+		return s.Summary != nil && s.Summary.Operation == table.OpReplace && s.Summary.Properties[SummaryPipeline] == ""
+	})
 }

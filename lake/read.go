@@ -73,6 +73,8 @@ func SchemaFromIceberg(tbl *table.Table) (*cdcsync.TableSchema, error) {
 			c.Kind = cdcsync.KindTimestamp
 		case iceberg.TimestampTzType:
 			c.Kind = cdcsync.KindTimestampTZ
+		case iceberg.BooleanType:
+			c.Kind = cdcsync.KindBool
 		default:
 			return nil, fmt.Errorf("column %s has Iceberg type %s, which cdcsync does not write", f.Name, f.Type)
 		}

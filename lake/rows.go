@@ -80,9 +80,14 @@ func appendValue(b array.Builder, v any) error {
 		if x, ok = v.(string); ok {
 			b.Append(x)
 		}
-	case *array.BinaryBuilder:
+	case *array.BinaryBuilder: // binary and large_binary
 		var x []byte
 		if x, ok = v.([]byte); ok {
+			b.Append(x)
+		}
+	case *array.BooleanBuilder:
+		var x bool
+		if x, ok = v.(bool); ok {
 			b.Append(x)
 		}
 	case *array.Date32Builder:
@@ -229,6 +234,8 @@ func arrowValue(a arrow.Array, i int) (any, error) {
 		return append([]byte{}, a.Value(i)...), nil
 	case *array.LargeBinary:
 		return append([]byte{}, a.Value(i)...), nil
+	case *array.Boolean:
+		return a.Value(i), nil
 	case *array.Date32:
 		return int32(a.Value(i)), nil
 	case *array.Timestamp:

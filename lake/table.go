@@ -28,6 +28,8 @@ type Table struct {
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
 	eqIDs    []int
 
+	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
+
 	// BeforeCommit, when set, runs after the files are written and before
 	// the catalog commit; tests use it to crash in that window.
 	BeforeCommit func()
@@ -80,6 +82,12 @@ func icebergType(c *cdcsync.Column) (iceberg.Type, error) {
 		return iceberg.PrimitiveTypes.Timestamp, nil
 	case cdcsync.KindTimestampTZ:
 		return iceberg.PrimitiveTypes.TimestampTz, nil
+	case cdcsync.KindBool:
+		return iceberg.PrimitiveTypes.Bool, nil
+	case cdcsync.KindTime:
+		// Iceberg's time holds 00:00:00 to 23:59:59.999999 only; MySQL's
+		// TIME is a signed duration up to 838 hours: microseconds in a long.
+		return iceberg.PrimitiveTypes.Int64, nil
 	}
 	return nil, fmt.Errorf("MySQL type %s has no Iceberg mapping", c.ColumnType)
 }
@@ -96,31 +104,73 @@ var tableProperties = iceberg.Properties{
 }
 
 // EnsureTable loads the Iceberg table for ts, creating its namespace and the
-// table (with the configured partition spec) when they do not exist. An
-// existing table must have the same columns and types.
+// table (with the configured partition spec) when they do not exist.
+//
+// ts is the MySQL schema as information_schema shows it now. A table that
+// exists already is returned with the MySQL schema recorded with it
+// (PropMySQLSchema), which may be older than ts when cdcsync lags behind a
+// DDL statement: the stream applies the statement when it reaches it. The
+// Iceberg columns must match that recorded schema. A table without a
+// recorded schema (created by an earlier cdcsync) must match ts. A table
+// cdcsync stopped mirroring, or that is marked to be copied again, is
+// returned as it is: see Stopped and NeedsRecopy.
 func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table, error) {
 	ctx = l.Scope(ctx)
 	ident := l.Identifier(ts.ID.Database, ts.ID.Table)
-	want, err := IcebergSchema(ts)
-	if err != nil {
-		return nil, err
-	}
 	tbl, err := l.cat.LoadTable(ctx, ident)
 	switch {
 	case errors.Is(err, catalog.ErrNoSuchTable):
+		want, err := IcebergSchema(ts)
+		if err != nil {
+			return nil, err
+		}
 		tbl, err = l.createTable(ctx, ident, ts, want)
 		if err != nil {
 			return nil, err
 		}
+		return l.newTable(ts, ident, tbl)
 	case err != nil:
 		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
-	default:
-		if err := sameColumns(want, tbl.Schema()); err != nil {
-			return nil, fmt.Errorf("the Iceberg table %s no longer matches MySQL table %s: %w; "+
-				"schema evolution is not supported yet: drop the Iceberg table to re-copy it", strings.Join(ident, "."), ts.ID, err)
-		}
 	}
-	return l.newTable(ts, ident, tbl)
+	stored, pos, ok, err := storedState(tbl)
+	if err != nil {
+		return nil, err
+	}
+	props := tbl.Properties()
+	_, stopped := props[PropStopped]
+	_, recopy := props[PropRecopy]
+	if ok {
+		stored.ID = ts.ID
+	}
+	if stopped || recopy {
+		// Its columns may not match anything: it is not written to as it is.
+		s := ts
+		if ok {
+			s = stored
+		}
+		if t, err := l.newTable(s, ident, tbl); err == nil {
+			t.schemaPos = pos
+			return t, nil
+		}
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, tbl: tbl, scope: l.Scope, pipeline: l.cfg.Pipeline, schemaPos: pos}, nil
+	}
+	if !ok {
+		if err := compatibleColumns(ts, tbl.Schema()); err != nil {
+			return nil, fmt.Errorf("the Iceberg table %s no longer matches MySQL table %s: %w; it was created by a cdcsync that did not "+
+				"record the MySQL schema with it, so the change cannot be followed: drop the Iceberg table to copy it again", strings.Join(ident, "."), ts.ID, err)
+		}
+		return l.newTable(ts, ident, tbl)
+	}
+	if err := compatibleColumns(stored, tbl.Schema()); err != nil {
+		return nil, fmt.Errorf("the Iceberg table %s does not match the MySQL schema cdcsync recorded with it (%s): %w; "+
+			"another writer changed its schema: drop the Iceberg table to copy it again", strings.Join(ident, "."), PropMySQLSchema, err)
+	}
+	t, err := l.newTable(stored, ident, tbl)
+	if err != nil {
+		return nil, err
+	}
+	t.schemaPos = pos
+	return t, nil
 }
 
 func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcsync.TableSchema, sc *iceberg.Schema) (*table.Table, error) {
@@ -132,7 +182,7 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{"cdcsync.source": ts.ID.String()}
+	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{})}
 	for k, v := range tableProperties {
 		props[k] = v
 	}
@@ -178,19 +228,6 @@ func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceb
 		return nil, fmt.Errorf("tables: partition of %s: %w", ts.ID, err)
 	}
 	return &spec, nil
-}
-
-func sameColumns(want, got *iceberg.Schema) error {
-	wf, gf := want.Fields(), got.Fields()
-	if len(wf) != len(gf) {
-		return fmt.Errorf("MySQL has %d columns, Iceberg %d", len(wf), len(gf))
-	}
-	for i := range wf {
-		if wf[i].Name != gf[i].Name || !wf[i].Type.Equals(gf[i].Type) {
-			return fmt.Errorf("column %d is %s %s in MySQL and %s %s in Iceberg", i+1, wf[i].Name, wf[i].Type, gf[i].Name, gf[i].Type)
-		}
-	}
-	return nil
 }
 
 func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *table.Table) (*Table, error) {

@@ -256,6 +256,12 @@ func (b *tableBuffer) appendKey(buf []byte, row cdcsync.Row) ([]byte, error) {
 			buf = append(buf, 'b')
 			buf = binary.AppendUvarint(buf, uint64(len(v)))
 			buf = append(buf, v...)
+		case bool:
+			if v {
+				buf = append(buf, 't')
+			} else {
+				buf = append(buf, 'F')
+			}
 		case nil:
 			return nil, fmt.Errorf("primary key column %s of %s is NULL", b.schema.Columns[i].Name, b.schema.ID)
 		default:

@@ -25,6 +25,31 @@ type Sink interface {
 	SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error
 }
 
+// Maintainer is implemented by a Sink that maintains its tables
+// (compaction, snapshot expiry, orphan cleanup). The pipeline calls Maintain
+// with the tables of an epoch once that epoch is checkpointed, in a goroutine
+// of its own: the pipeline keeps collecting the next epoch meanwhile, but
+// the next commit waits until Maintain has returned, so maintenance never
+// runs while a table is being committed. ctx is cancelled when the pipeline
+// stops. An error is logged and does not stop the pipeline.
+type Maintainer interface {
+	Maintain(ctx context.Context, epoch int64, tables []cdcsync.TableID) error
+}
+
+// DDLSink is implemented by a Sink that applies schema changes. The
+// pipeline calls ApplyDDL for each change a transaction carries (Txn.DDL),
+// after committing everything before the transaction and before the
+// transaction's own changes: a DDL statement is an epoch barrier. pos is the
+// transaction's position, epoch a number for a commit the change makes. It
+// must be idempotent like Commit. An error wrapping ErrRestart means the
+// change was applied and the session must restart (to copy a table again).
+type DDLSink interface {
+	ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, change *cdcsync.SchemaChange) error
+}
+
+// ErrRestart is wrapped by a DDLSink error that asks for a new session.
+var ErrRestart = errors.New("the session restarts")
+
 // permanentError marks a commit failure that retrying cannot fix.
 type permanentError struct{ err error }
 
@@ -61,12 +86,17 @@ type Options struct {
 type Pipeline struct {
 	sink      Sink
 	schemas   map[cdcsync.TableID]*cdcsync.TableSchema
+	stopped   map[cdcsync.TableID]bool             // tables a schema change stopped: their later changes are dropped
 	skip      map[cdcsync.TableID]cdcsync.Position // tables still catching up to their own committed position
 	nextEpoch int64
 	lastCkpt  cdcsync.Position
 	opts      Options
 	log       *slog.Logger
 	m         *metrics.Metrics
+
+	maintDone   chan struct{}      // closed when the running Maintain returns; nil when none runs
+	maintCancel context.CancelFunc // cancels the running Maintain
+	stopping    bool               // Run is committing its last epoch: start no maintenance
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -96,6 +126,7 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		opts.CommitConcurrency = 1
 	}
 	p := &Pipeline{sink: sink, schemas: map[cdcsync.TableID]*cdcsync.TableSchema{}, skip: map[cdcsync.TableID]cdcsync.Position{},
+		stopped:   map[cdcsync.TableID]bool{},
 		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m}
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
@@ -129,6 +160,7 @@ func (p *Pipeline) Lag() time.Duration {
 // holds only whole transactions, with a fresh deadline so a shutdown signal
 // does not abandon it half-way. It returns the first error that stopped it.
 func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
+	defer p.stopMaintenance()
 	var (
 		buf   *Buffer
 		timer *time.Timer
@@ -147,6 +179,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		return p.commit(cctx, b)
 	}
 	finish := func(cause error) error {
+		p.stopping = true
+		p.stopMaintenance() // shutting down: do not make the last commit wait for it
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ShutdownTimeout)
 		defer cancel()
 		if err := seal(sctx); err != nil {
@@ -166,6 +200,15 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if !ok {
 				return finish(nil)
 			}
+			if len(t.DDL) > 0 {
+				// A barrier: what came before commits under the old schema.
+				if err := seal(ctx); err != nil {
+					return err
+				}
+				if err := p.applyDDL(ctx, t); err != nil {
+					return err
+				}
+			}
 			if buf == nil {
 				buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] })
 				timer = time.NewTimer(p.opts.Interval)
@@ -184,6 +227,73 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			}
 		}
 	}
+}
+
+// applyDDL applies the schema changes of t, in order, with retries.
+func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
+	p.awaitMaintenance()
+	ds, ok := p.sink.(DDLSink)
+	if !ok {
+		return fmt.Errorf("a schema change of %s at %s, and the sink cannot apply schema changes", t.DDL[0].Table, t.Pos)
+	}
+	for i := range t.DDL {
+		ch := &t.DDL[i]
+		if p.schemas[ch.Table] == nil {
+			continue // not mirrored (any more)
+		}
+		epoch := p.nextEpoch
+		p.nextEpoch++
+		backoff := p.opts.RetryBackoff
+		var err error
+		for attempt := 1; ; attempt++ {
+			err = ds.ApplyDDL(ctx, epoch, t.Pos, ch)
+			if err == nil || errors.Is(err, ErrRestart) || IsPermanent(err) || attempt >= p.opts.Retries || ctx.Err() != nil {
+				break
+			}
+			p.log.Warn("applying a schema change failed; retrying", "table", ch.Table.String(), "change", ch.Kind.String(), "attempt", attempt, "error", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff *= 2
+		}
+		if p.m != nil {
+			result := "ok"
+			if err != nil && !errors.Is(err, ErrRestart) {
+				result = "failed"
+			}
+			p.m.SchemaChanges.WithLabelValues(ch.Table.String(), ch.Kind.String(), result).Inc()
+		}
+		if err != nil && !errors.Is(err, ErrRestart) {
+			return fmt.Errorf("%w: apply the %s change of %s at %s: %w", ErrCommit, ch.Kind, ch.Table, t.Pos, err)
+		}
+		switch ch.Kind {
+		case cdcsync.ChangeSchema:
+			p.schemas[ch.Table] = ch.Schema
+		case cdcsync.ChangeRename:
+			delete(p.schemas, ch.Table)
+			p.schemas[ch.NewID] = ch.Schema
+			delete(p.stopped, ch.NewID)
+			if pos, ok := p.skip[ch.Table]; ok {
+				delete(p.skip, ch.Table)
+				p.skip[ch.NewID] = pos
+			}
+		case cdcsync.ChangeStop, cdcsync.ChangeDrop, cdcsync.ChangeRecopy:
+			delete(p.schemas, ch.Table)
+			delete(p.skip, ch.Table)
+			p.stopped[ch.Table] = true
+			if ch.NewID != (cdcsync.TableID{}) {
+				p.stopped[ch.NewID] = true // a rename that could not be applied
+			}
+			if p.m != nil && ch.Kind == cdcsync.ChangeStop {
+				p.m.TablesStopped.Inc()
+			}
+		}
+		if err != nil {
+			return err // ErrRestart: the change is applied
+		}
+	}
+	return nil
 }
 
 func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
@@ -208,13 +318,14 @@ func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
 		p.m.Transactions.Inc()
 		p.m.ReadLagSeconds.Set(time.Since(t.Time).Seconds())
 	}
-	return buf.Apply(t, func(id cdcsync.TableID) bool { return covered[id] })
+	return buf.Apply(t, func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] })
 }
 
 func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
 	if buf.Txns == 0 {
 		return nil
 	}
+	p.awaitMaintenance()
 	start := time.Now()
 	epoch := p.nextEpoch
 	tables := buf.Tables()
@@ -261,7 +372,44 @@ func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
 	}
 	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
 		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
+	p.startMaintenance(ctx, epoch, tables)
 	return nil
+}
+
+// startMaintenance runs the sink's maintenance of the epoch's tables in the
+// background; the next commit waits for it (awaitMaintenance).
+func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) {
+	m, ok := p.sink.(Maintainer)
+	if !ok || len(tables) == 0 || p.stopping {
+		return
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	p.maintDone, p.maintCancel = done, cancel
+	go func() {
+		defer close(done)
+		if err := m.Maintain(mctx, epoch, tables); err != nil && mctx.Err() == nil {
+			p.log.Warn("table maintenance failed; ingestion continues and maintenance is tried again later", "epoch", epoch, "error", err)
+		}
+	}()
+}
+
+// awaitMaintenance waits for the running maintenance, if any, to return.
+func (p *Pipeline) awaitMaintenance() {
+	if p.maintDone == nil {
+		return
+	}
+	<-p.maintDone
+	p.maintCancel()
+	p.maintDone, p.maintCancel = nil, nil
+}
+
+// stopMaintenance cancels the running maintenance and waits for it.
+func (p *Pipeline) stopMaintenance() {
+	if p.maintCancel != nil {
+		p.maintCancel()
+	}
+	p.awaitMaintenance()
 }
 
 func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {

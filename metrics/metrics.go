@@ -22,6 +22,31 @@ type Metrics struct {
 	LagBytes        prometheus.Gauge // server binlog position minus the committed position, same file only
 	ReadLagSeconds  prometheus.Gauge // now minus the commit time of the last transaction read
 	Transactions    prometheus.Counter
+
+	// Table health and maintenance, by table. The table gauges are read from
+	// the current snapshot after every commit of the table.
+	TableDataFiles       *prometheus.GaugeVec   // live data files
+	TableDeleteFiles     *prometheus.GaugeVec   // live delete files (equality and position)
+	TableDeleteRows      *prometheus.GaugeVec   // rows in the live delete files
+	TableRecords         *prometheus.GaugeVec   // rows in the live data files (before deletes)
+	TableAvgFileBytes    *prometheus.GaugeVec   // average size of a live file (data and delete)
+	TableSnapshots       *prometheus.GaugeVec   // snapshots in the table's metadata
+	CompactionLast       *prometheus.GaugeVec   // Unix time of the last compaction commit
+	CompactionLastSecs   *prometheus.GaugeVec   // duration of the last compaction
+	CompactionBytes      *prometheus.CounterVec // data bytes read and rewritten by compaction
+	MaintenanceRuns      *prometheus.CounterVec // maintenance tasks by table, task and result
+	MaintenanceSeconds   *prometheus.HistogramVec
+	SnapshotsExpired     *prometheus.CounterVec
+	OrphanFilesDeleted   *prometheus.CounterVec
+	DeleteFilesCompacted *prometheus.CounterVec // delete files dropped by compaction
+
+	// Schema changes.
+	SchemaChanges *prometheus.CounterVec // schema changes applied, by table, kind and result
+	TablesStopped prometheus.Gauge       // tables cdcsync stopped mirroring (DDL it cannot follow)
+
+	// TypePolicyValues counts the values a types: policy changed (zero
+	// dates written as NULL or 1970-01-01), by table, column and policy.
+	TypePolicyValues *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them, with Go and process
@@ -61,9 +86,65 @@ func New() *Metrics {
 		Transactions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdcsync_transactions_total", Help: "Transactions read from the binlog.",
 		}),
+		SchemaChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_schema_changes_total", Help: "Schema changes (DDL) applied to Iceberg tables, by table, kind and result.",
+		}, []string{"table", "kind", "result"}),
+		TablesStopped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_tables_stopped", Help: "Selected tables cdcsync stopped mirroring because of a schema change it cannot follow; the log says why and how to resume.",
+		}),
+		TypePolicyValues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_type_policy_values_total", Help: "Values Iceberg cannot hold (zero dates) that a types: policy replaced, by table, column and policy (to_null, to_epoch).",
+		}, []string{"table", "column", "policy"}),
 	}
+	table := []string{"table"}
+	m.TableDataFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_data_files", Help: "Live data files of the Iceberg table.",
+	}, table)
+	m.TableDeleteFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_delete_files", Help: "Live delete files (equality and position) of the Iceberg table; every read applies them.",
+	}, table)
+	m.TableDeleteRows = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_delete_rows", Help: "Rows in the live delete files of the Iceberg table.",
+	}, table)
+	m.TableRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_data_rows", Help: "Rows in the live data files of the Iceberg table, before deletes are applied.",
+	}, table)
+	m.TableAvgFileBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_average_file_bytes", Help: "Average size in bytes of a live file (data or delete) of the Iceberg table.",
+	}, table)
+	m.TableSnapshots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_snapshots", Help: "Snapshots in the Iceberg table's metadata.",
+	}, table)
+	m.CompactionLast = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_compaction_last_timestamp_seconds", Help: "Unix time of the table's last compaction commit.",
+	}, table)
+	m.CompactionLastSecs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_compaction_last_duration_seconds", Help: "How long the table's last compaction took, planning to commit.",
+	}, table)
+	m.CompactionBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_compaction_rewritten_bytes_total", Help: "Bytes of data files read and rewritten by compaction.",
+	}, table)
+	m.MaintenanceRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_maintenance_runs_total", Help: "Maintenance tasks by table, task (compaction, expiry, orphans) and result (ok, noop, failed).",
+	}, []string{"table", "task", "result"})
+	m.MaintenanceSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "cdcsync_maintenance_duration_seconds", Help: "Time taken by a maintenance task, by task; the next epoch commit waits for it.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	}, []string{"task"})
+	m.SnapshotsExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_snapshots_expired_total", Help: "Snapshots removed by snapshot expiry.",
+	}, table)
+	m.OrphanFilesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_orphan_files_deleted_total", Help: "Unreferenced files removed by orphan cleanup.",
+	}, table)
+	m.DeleteFilesCompacted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_compaction_removed_delete_files_total", Help: "Delete files dropped by compaction because nothing they apply to is left.",
+	}, table)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TypePolicyValues,
+		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
+		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
+		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

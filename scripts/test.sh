@@ -120,6 +120,9 @@ go_install "$STATICCHECK_PKG" "$STATICCHECK_MODULE" "$STATICCHECK_VERSION" stati
 # The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17
 # and Maven from apt) for the REST-catalog tests, jars in .tools/rest-catalog.
 bash "$REPO/scripts/rest-catalog.sh"
+# Query engines for integration/engines_test.go (pyspark, DuckDB + iceberg
+# extension, pyiceberg in .tools/venv; Iceberg jars in .tools/jars).
+bash "$REPO/scripts/engines.sh"
 
 failed=()
 

@@ -25,6 +25,9 @@ Usage:
   cdcsync tables --config FILE            list the Iceberg tables and their committed binlog positions
   cdcsync cat    --config FILE DB.TABLE [--limit N]
                                           print the rows of a mirrored table, read through Iceberg
+  cdcsync compact --config FILE DB.TABLE [--max-bytes SIZE]
+                                          compact a table now: rewrite the data files that carry deletes
+                                          or are small, drop dead delete files, merge manifests
   cdcsync help                            show this help
 
 Exit codes: 0 success, 1 failure, 2 bad usage or configuration.
@@ -74,6 +77,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
 			return runCat(ctx, cfg, fs.Arg(0), limit, stdout, stderr)
 		}, func(fs *flag.FlagSet) { fs.Int64Var(&limit, "limit", 20, "rows to print; 0 prints all") })
+	case "compact":
+		var maxBytes config.ByteSize
+		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
+			return runCompact(ctx, cfg, fs.Arg(0), maxBytes.Int64(), stdout, stderr)
+		}, func(fs *flag.FlagSet) {
+			fs.TextVar(&maxBytes, "max-bytes", config.ByteSize(0), "data to rewrite at most, e.g. 1GiB; 0 rewrites all")
+		})
 	}
 	fmt.Fprint(stderr, usage)
 	return exitError{2, fmt.Errorf("unknown subcommand %q", cmd)}

@@ -42,7 +42,10 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name)
-	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log)}
+	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log),
+		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
+			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
+		})}
 	backoff := time.Second
 	for {
 		started := time.Now()
@@ -79,7 +82,7 @@ func restartable(err error) bool {
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, capture.ErrDisconnected), errors.Is(err, capture.ErrNewTable):
+	case errors.Is(err, capture.ErrDisconnected), errors.Is(err, capture.ErrNewTable), errors.Is(err, merge.ErrRestart):
 		return true
 	case errors.Is(err, merge.ErrCommit):
 		return !merge.IsPermanent(err)
@@ -93,6 +96,9 @@ type daemon struct {
 	m     *metrics.Metrics
 	st    *status
 	fault func(string)
+	// values applies the types: policies, on both paths, for the whole
+	// process (it logs the first value it changes per column once).
+	values *capture.ValuePolicy
 
 	streamed atomic.Bool // some session reached streaming
 }
@@ -105,18 +111,43 @@ func (d *daemon) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
+	// The server's position before the tables are listed: a table created
+	// before it that the list lacks is gone again, not new (see
+	// capture.StreamConfig.Horizon).
+	var horizon cdcsync.Position
+	if fl, _, err := capture.ServerFlavor(ctx, conn); err == nil {
+		if id, err := capture.ServerIdentity(ctx, conn, fl); err == nil {
+			horizon, _ = capture.CurrentPosition(ctx, conn, fl, id)
+		}
+	}
 	findings, schemas, err := capture.Preflight(ctx, conn, &cfg.Source)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
-	if failed := capture.Failed(findings); len(failed) > 0 {
-		conn.Close()
+	// A failed check about one table (no primary key, a type cdcsync cannot
+	// map) stops only that table once the pipeline runs; before its first
+	// checkpoint, every failure stops cdcsync, so that setup problems show.
+	failed := capture.Failed(findings)
+	tableFailed := map[cdcsync.TableID][]string{}
+	global := false
+	for _, f := range failed {
+		if f.Table != (cdcsync.TableID{}) {
+			tableFailed[f.Table] = append(tableFailed[f.Table], f.Message)
+		} else {
+			global = true
+		}
+	}
+	preflightFailed := func() error {
 		msgs := make([]string, len(failed))
 		for i, f := range failed {
 			msgs[i] = "  - " + f.Message
 		}
 		return exitError{1, fmt.Errorf("preflight checks failed; `cdcsync check` lists them all:\n%s", strings.Join(msgs, "\n"))}
+	}
+	if global {
+		conn.Close()
+		return preflightFailed()
 	}
 	for _, f := range findings {
 		if f.Warning {
@@ -144,13 +175,65 @@ func (d *daemon) session(ctx context.Context) error {
 		return exitError{1, err}
 	}
 
+	ckpt, haveCkpt, err := lk.LoadCheckpoint(ctx)
+	if err != nil {
+		return exitError{1, err}
+	}
+	if len(tableFailed) > 0 && !haveCkpt {
+		return preflightFailed()
+	}
+
 	tables := map[cdcsync.TableID]*lake.Table{}
 	committed := map[cdcsync.TableID]lake.Committed{}
+	stopped := map[cdcsync.TableID]bool{}
+	recopy := map[cdcsync.TableID]bool{}
+	nstopped := 0
 	var maxEpoch int64
 	for _, s := range schemas {
+		if msgs := tableFailed[s.ID]; len(msgs) > 0 {
+			exists, err := lk.TableExists(ctx, s.ID)
+			if err != nil {
+				return exitError{1, err}
+			}
+			if !exists {
+				log.Error("cdcsync does not mirror this table; the other tables go on: "+strings.Join(msgs, "; "), "table", s.ID.String())
+				stopped[s.ID] = true
+				nstopped++
+				continue
+			}
+		}
 		t, err := lk.EnsureTable(ctx, s)
 		if err != nil {
 			return exitError{1, err}
+		}
+		if info, ok := t.Stopped(); ok {
+			// Resuming it from the checkpoint would lose the changes between
+			// its last commit and the checkpoint: it stays stopped.
+			stopped[s.ID] = true
+			if info.Dropped {
+				log.Warn(stoppedMessage(cfg, t, info), "table", s.ID.String(), "position", info.Position.String())
+			} else {
+				nstopped++
+				log.Error(stoppedMessage(cfg, t, info), "table", s.ID.String(), "position", info.Position.String())
+			}
+			continue
+		}
+		if msgs := tableFailed[s.ID]; len(msgs) > 0 {
+			if _, ok := t.NeedsRecopy(); ok {
+				return preflightFailed()
+			}
+			// Its Iceberg table mirrors the schema recorded with it; the
+			// stream stops the table when it reaches the DDL statement
+			// that made the check fail.
+			log.Warn("the table fails a preflight check now, but its Iceberg table mirrors an earlier schema: "+
+				"it is mirrored up to the DDL statement that changed it: "+strings.Join(msgs, "; "), "table", s.ID.String())
+		}
+		if _, ok := t.NeedsRecopy(); ok {
+			if t, err = lk.PrepareRecopy(ctx, t, s); err != nil {
+				return exitError{1, err}
+			}
+			recopy[s.ID] = true
+			log.Warn("copying the table again after a schema change Iceberg cannot express (ddl.incompatible: recopy)", "table", s.ID.String())
 		}
 		t.BeforeCommit = func() { d.fault("before-commit") }
 		c, err := t.Committed()
@@ -160,19 +243,53 @@ func (d *daemon) session(ctx context.Context) error {
 		tables[s.ID], committed[s.ID] = t, c
 		maxEpoch = max(maxEpoch, c.Epoch)
 	}
-	ckpt, haveCkpt, err := lk.LoadCheckpoint(ctx)
-	if err != nil {
-		return exitError{1, err}
+	if haveCkpt {
+		// Tables dropped or renamed in MySQL while cdcsync was away are
+		// followed up to that statement.
+		present := map[cdcsync.TableID]bool{}
+		for _, s := range schemas {
+			present[s.ID] = true
+		}
+		departed, err := lk.Departed(ctx, present)
+		if err != nil {
+			return exitError{1, err}
+		}
+		for _, t := range departed {
+			c, err := t.Committed()
+			if err != nil {
+				return exitError{1, err}
+			}
+			t.BeforeCommit = func() { d.fault("before-commit") }
+			tables[t.ID], committed[t.ID] = t, c
+			maxEpoch = max(maxEpoch, c.Epoch)
+			log.Info("the MySQL table is gone; cdcsync follows it up to the DROP or RENAME in the binlog", "table", t.ID.String())
+		}
 	}
 	next := max(maxEpoch, ckpt.Epoch) + 1
+	d.m.TablesStopped.Set(float64(nstopped))
 
 	// Tables never copied need an initial copy. Until the pipeline's first
 	// checkpoint exists, every table is copied again: a crash during the first
 	// copy leaves no position that all tables share.
 	var toCopy []cdcsync.TableID
 	for id, c := range committed {
-		if !c.Found || !haveCkpt {
+		if !c.Found || !haveCkpt || recopy[id] {
 			toCopy = append(toCopy, id)
+		}
+	}
+	// A table copied again gets the schema MySQL has now.
+	info := map[cdcsync.TableID]*cdcsync.TableSchema{}
+	for _, s := range schemas {
+		info[s.ID] = s
+	}
+	for _, id := range toCopy {
+		if s := info[id]; s != nil && !recopy[id] && !capture.SameSchema(tables[id].Schema, s) {
+			t, err := lk.PrepareRecopy(ctx, tables[id], s)
+			if err != nil {
+				return exitError{1, err}
+			}
+			t.BeforeCommit = tables[id].BeforeCommit
+			tables[id] = t
 		}
 	}
 	start := ckpt.Pos
@@ -183,6 +300,11 @@ func (d *daemon) session(ctx context.Context) error {
 		}
 		for _, id := range toCopy {
 			committed[id] = lake.Committed{Epoch: next, Pos: pos, Found: true}
+			if recopy[id] {
+				if err := tables[id].FinishRecopy(ctx, lake.Epoch{Number: next, Pos: pos}); err != nil {
+					return exitError{1, err}
+				}
+			}
 		}
 		if !haveCkpt {
 			if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: pos, Time: time.Now()}); err != nil {
@@ -199,12 +321,26 @@ func (d *daemon) session(ctx context.Context) error {
 	var ptables []merge.Table
 	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
 	cmap := map[cdcsync.TableID]cdcsync.Position{}
+	spos := map[cdcsync.TableID]cdcsync.Position{}
+	var shadows []capture.ShadowAt
 	for id, t := range tables {
 		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos})
 		smap[id] = t.Schema
 		cmap[id] = committed[id].Pos
+		spos[id] = t.SchemaPos()
+		sh, err := t.Shadows()
+		if err != nil {
+			return exitError{1, err}
+		}
+		for _, s := range sh {
+			shadows = append(shadows, capture.ShadowAt{Base: id, Shadow: s.Shadow, Pos: s.Pos})
+		}
 	}
-	pipe := merge.New(&lakeSink{lake: lk, tables: tables}, ptables, next, start, merge.Options{
+	sink := &lakeSink{lake: lk, tables: tables, m: d.m, maint: lk.NewMaintainer(cfg.Maintenance, d.fault)}
+	for id := range tables {
+		sink.observe(id)
+	}
+	pipe := merge.New(sink, ptables, next, start, merge.Options{
 		Interval:          cfg.Epoch.Interval.Duration,
 		MaxRows:           cfg.Epoch.MaxRows,
 		MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
@@ -222,7 +358,8 @@ func (d *daemon) session(ctx context.Context) error {
 		d.st.ready.Store(true)
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
-			Start: start, Schemas: smap, Committed: cmap, Log: log}, txns)
+			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
+			Horizon: horizon, Config: cfg, Values: d.values, Log: log}, txns)
 	})
 	g.Go(func() error {
 		// The pipeline ends by itself when the stream closes txns; it must not
@@ -248,7 +385,15 @@ func (d *daemon) copyTables(ctx context.Context, flavor, serverUUID string, tabl
 		return cdcsync.Position{}, err
 	}
 	defer snap.Close()
+	snap.Values = d.values
 	pos := snap.Position()
+	// A DDL statement between the preflight's read of information_schema
+	// and the snapshot would make the copy use the wrong columns (one that
+	// comes after the snapshot makes its SELECT fail): check that the
+	// tables still have the schema the copy uses.
+	if err := capture.SameSchemas(ctx, &d.cfg.Source, ids, func(id cdcsync.TableID) *cdcsync.TableSchema { return tables[id].Schema }); err != nil {
+		return cdcsync.Position{}, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+	}
 	d.log.Info("initial copy starting", "tables", len(ids), "position", pos.String())
 	for _, id := range ids {
 		t := tables[id]
@@ -282,10 +427,12 @@ func (d *daemon) watchLag(ctx context.Context, lk *lake.Lake, pipe *merge.Pipeli
 	}
 }
 
-// lakeSink adapts lake tables to merge.Sink.
+// lakeSink adapts lake tables to merge.Sink and merge.Maintainer.
 type lakeSink struct {
 	lake   *lake.Lake
 	tables map[cdcsync.TableID]*lake.Table
+	m      *metrics.Metrics
+	maint  *lake.Maintainer
 }
 
 func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {
@@ -293,7 +440,143 @@ func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, epoch int64, 
 	if errors.Is(err, lake.ErrConflict) {
 		return merge.Permanent(err)
 	}
+	if err == nil {
+		s.observe(id)
+	}
 	return err
+}
+
+// Maintain runs the maintenance due for the tables of the epoch; the
+// pipeline never commits while it runs.
+func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) error {
+	var tables []*lake.Table
+	for _, id := range ids {
+		if t := s.tables[id]; t != nil {
+			tables = append(tables, t)
+		}
+	}
+	reps, err := s.maint.Maintain(ctx, tables)
+	for i, rep := range reps {
+		name := rep.Table.String()
+		result := "ok"
+		switch {
+		case err != nil && i == len(reps)-1:
+			result = "failed"
+		case rep.Task == "compaction" && !rep.Compaction.Committed(),
+			rep.Task == "expiry" && rep.Expiry.Expired == 0,
+			rep.Task == "orphans" && rep.Orphans.Deleted == 0:
+			result = "noop"
+		}
+		s.m.MaintenanceRuns.WithLabelValues(name, rep.Task, result).Inc()
+		s.m.MaintenanceSeconds.WithLabelValues(rep.Task).Observe(rep.Duration.Seconds())
+		switch rep.Task {
+		case "compaction":
+			if c := rep.Compaction; c.Committed() {
+				s.m.CompactionLast.WithLabelValues(name).Set(float64(time.Now().Unix()))
+				s.m.CompactionLastSecs.WithLabelValues(name).Set(c.Duration.Seconds())
+				s.m.CompactionBytes.WithLabelValues(name).Add(float64(c.BytesBefore))
+				s.m.DeleteFilesCompacted.WithLabelValues(name).Add(float64(c.RemovedDeletes))
+			}
+		case "expiry":
+			s.m.SnapshotsExpired.WithLabelValues(name).Add(float64(rep.Expiry.Expired))
+		case "orphans":
+			s.m.OrphanFilesDeleted.WithLabelValues(name).Add(float64(rep.Orphans.Deleted))
+		}
+		if s.tables[rep.Table] != nil {
+			s.observe(rep.Table)
+		}
+	}
+	return err
+}
+
+// observe publishes a table's file and snapshot counts.
+func (s *lakeSink) observe(id cdcsync.TableID) {
+	st := s.tables[id].Stats()
+	name := id.String()
+	s.m.TableDataFiles.WithLabelValues(name).Set(float64(st.DataFiles))
+	s.m.TableDeleteFiles.WithLabelValues(name).Set(float64(st.DeleteFiles))
+	s.m.TableDeleteRows.WithLabelValues(name).Set(float64(st.DeleteRows))
+	s.m.TableRecords.WithLabelValues(name).Set(float64(st.Records))
+	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
+	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
+}
+
+// ApplyDDL applies one schema change to its Iceberg table (merge.DDLSink).
+func (s *lakeSink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, ch *cdcsync.SchemaChange) error {
+	t := s.tables[ch.Table]
+	if t == nil {
+		return merge.Permanent(fmt.Errorf("a %s change of %s, which has no Iceberg table in this session", ch.Kind, ch.Table))
+	}
+	log := s.lake.Logger()
+	dropped, err := s.lake.ApplyChange(ctx, t, lake.Epoch{Number: epoch, Pos: pos}, ch)
+	if errors.Is(err, lake.ErrIncompatible) && (ch.Kind == cdcsync.ChangeSchema || ch.Kind == cdcsync.ChangeRename) {
+		// Iceberg refuses the change (a partition source column dropped, a
+		// rename onto an existing table): the table stops, the others go on.
+		// NewID stays set, so the pipeline drops the changes of the new name.
+		*ch = cdcsync.SchemaChange{Table: ch.Table, Kind: cdcsync.ChangeStop, Statement: ch.Statement, NewID: ch.NewID,
+			Reason: fmt.Sprintf("Iceberg refuses the schema change: %v", err)}
+		dropped, err = s.lake.ApplyChange(ctx, t, lake.Epoch{Number: epoch, Pos: pos}, ch)
+	}
+	if err != nil {
+		if errors.Is(err, lake.ErrConflict) || errors.Is(err, lake.ErrIncompatible) {
+			return merge.Permanent(err)
+		}
+		return err
+	}
+	switch ch.Kind {
+	case cdcsync.ChangeSchema:
+		log.Info("schema change applied", "table", ch.Table.String(), "position", pos.String(), "statement", abbreviate(ch.Statement, 300))
+	case cdcsync.ChangeTruncate:
+		log.Info("table truncated", "table", ch.Table.String(), "position", pos.String())
+	case cdcsync.ChangeRename:
+		delete(s.tables, ch.Table)
+		s.tables[ch.NewID] = t
+	case cdcsync.ChangeDrop:
+		delete(s.tables, ch.Table)
+		if !dropped {
+			info, _ := t.Stopped()
+			log.Warn(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
+		}
+	case cdcsync.ChangeStop:
+		delete(s.tables, ch.Table)
+		info, _ := t.Stopped()
+		log.Error(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
+	case cdcsync.ChangeRecopy:
+		delete(s.tables, ch.Table)
+		return fmt.Errorf("%w: %s must be copied again at %s (ddl.incompatible: recopy): %s", merge.ErrRestart, ch.Table, pos, ch.Reason)
+	}
+	return nil
+}
+
+// stoppedMessage says why a table is not mirrored any more and how to
+// resume it.
+func stoppedMessage(cfg *config.Config, t *lake.Table, info lake.StopInfo) string {
+	ident := strings.Join(t.Ident, ".")
+	if info.Dropped {
+		return fmt.Sprintf("%s was dropped in MySQL at %s; its Iceberg table %s keeps the rows it had then and is no longer mirrored "+
+			"(ddl.drop_table: keep). If a table of that name exists again, drop the Iceberg table %s and restart cdcsync to copy and mirror it",
+			t.ID, info.Position, ident, ident)
+	}
+	msg := fmt.Sprintf("cdcsync stopped mirroring %s at binlog position %s: %s", t.ID, info.Position, info.Reason)
+	if info.Statement != "" {
+		msg += fmt.Sprintf(" (statement %q)", abbreviate(info.Statement, 300))
+	}
+	msg += fmt.Sprintf(". The other tables go on. The Iceberg table %s keeps the rows it had before that position. To mirror the table again, ", ident)
+	if info.NoRecopy {
+		msg += "change the MySQL table so that cdcsync can map it (or exclude it in source.include), then "
+	}
+	msg += fmt.Sprintf("drop the Iceberg table %s (DROP TABLE in Spark or Trino, or through the catalog) and restart cdcsync, which copies it afresh", ident)
+	if cfg != nil && !info.NoRecopy && cfg.IncompatiblePolicy(t.ID.Database, t.ID.Table) != config.DDLRecopy {
+		msg += "; or set ddl_incompatible: recopy for it under tables: (or ddl.incompatible: recopy) so that cdcsync copies such tables again by itself"
+	}
+	return msg
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (s *lakeSink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
@@ -302,7 +585,10 @@ func (s *lakeSink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.
 
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."
 // makes the process kill itself with SIGKILL at the named protocol points
-// (before-commit, between-tables, before-checkpoint) with that probability.
+// (before-commit, between-tables, before-checkpoint) and maintenance points
+// (during-compaction: rewritten files written, catalog commit not done;
+// during-expiry: expiry committed, the expired snapshots' files not deleted)
+// with that probability.
 func faultFromEnv(log *slog.Logger) func(string) {
 	spec := os.Getenv("CDCSYNC_FAULT")
 	if spec == "" {

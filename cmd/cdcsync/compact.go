@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// runCompact compacts one table by hand: every partition that has delete
+// files or small files, whatever the thresholds, then merges manifests.
+// maxBytes > 0 caps the data rewritten. It may run while the daemon runs:
+// epoch commits that land meanwhile are replayed under the rewrite (its files
+// keep the sequence number of the snapshot it read), and the daemon takes a
+// rewrite that lands under its own commit in its stride.
+func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes int64, stdout, stderr io.Writer) error {
+	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
+	t, err := lk.OpenTable(ctx, name)
+	if err != nil {
+		return exitError{1, err}
+	}
+	before := t.Stats()
+	opts := lake.CompactOptionsFrom(&cfg.Maintenance)
+	opts.Force, opts.Replay, opts.MaxBytes = true, true, maxBytes
+	opts.MaxManifests = 1 // merge whenever there is more than one data manifest
+	res, err := t.Compact(ctx, opts)
+	if err != nil {
+		return exitError{1, err}
+	}
+	after := t.Stats()
+	ident := fmt.Sprintf("%s.%s", t.Ident[0], t.Ident[len(t.Ident)-1])
+	if !res.Committed() {
+		fmt.Fprintf(stdout, "%s: nothing to compact (%d data files, %d delete files)\n", ident, before.DataFiles, before.DeleteFiles)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: compacted in %s\n", ident, res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "  data files:     %d -> %d (rewrote %d files, %s, into %d files, %s)\n", before.DataFiles, after.DataFiles,
+		res.RewrittenFiles, mib(res.BytesBefore), res.AddedFiles, mib(res.BytesAfter))
+	fmt.Fprintf(stdout, "  delete files:   %d -> %d\n", before.DeleteFiles, after.DeleteFiles)
+	fmt.Fprintf(stdout, "  delete rows:    %d -> %d\n", before.DeleteRows, after.DeleteRows)
+	if res.ManifestsAfter < res.ManifestsBefore {
+		fmt.Fprintf(stdout, "  manifests:      %d -> %d\n", res.ManifestsBefore, res.ManifestsAfter)
+	}
+	if res.Snapshot != 0 {
+		fmt.Fprintf(stdout, "  snapshot:       %d\n", res.Snapshot)
+	}
+	if res.Deferred > 0 {
+		fmt.Fprintf(stdout, "  left for later: %d files over --max-bytes\n", res.Deferred)
+	}
+	if res.Replays > 0 {
+		fmt.Fprintf(stdout, "  re-staged %d time(s) on top of epochs committed meanwhile\n", res.Replays)
+	}
+	return nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -1,0 +1,1083 @@
+package lake
+
+// Table maintenance: compaction, snapshot expiry and orphan cleanup.
+//
+// Every task runs on a lake.Table serialized with the table's epoch commits
+// (the daemon runs it between two commits, see merge.Maintainer), commits
+// through the same cached *table.Table and leaves the new one in place, so
+// the next epoch commit's AssertRefSnapshotID still holds. Maintenance
+// snapshots never carry the cdcsync.pipeline / cdcsync.epoch summary keys:
+// committedIn passes over them to the last epoch commit.
+//
+// Sequence numbers. An equality delete applies to data files whose data
+// sequence number is lower than its own. iceberg-go's RewriteDataFiles and
+// RewriteFiles give the rewritten files the sequence number of the rewrite
+// snapshot itself unless RewriteFiles.DataSequenceNumber is set (Java uses the
+// starting snapshot's number). That is only safe if nothing was committed
+// between planning and committing the rewrite: an equality delete committed in
+// between has a lower number than the rewritten files and would not apply to
+// them, resurrecting the row it deleted. cdcsync pins the rewritten files to
+// the sequence number of the snapshot the rewrite read (Java's semantics):
+// deletes committed before it are applied while reading, so they are not
+// needed any more; deletes committed after it keep applying. The commit also
+// asserts the snapshot it read, so in the daemon a rewrite never lands on a
+// moved table; `cdcsync compact` (Replay) re-stages it on top of epoch
+// commits of this pipeline, which is correct only because of the pinning.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
+)
+
+// Summary keys of maintenance snapshots. They are deliberately not the
+// epoch keys, so that committedIn skips maintenance snapshots.
+const (
+	SummaryMaintenance    = "cdcsync.maintenance"     // the task: "compaction"
+	SummaryMaintenanceRun = "cdcsync.maintenance.run" // random id of the run
+)
+
+// TableStats describes a table's current snapshot, from its summary.
+type TableStats struct {
+	DataFiles   int64
+	DeleteFiles int64
+	DeleteRows  int64 // equality and position delete rows
+	Records     int64 // rows in the data files, before deletes
+	FilesBytes  int64 // data and delete files
+	Snapshots   int
+}
+
+// AvgFileBytes is the average size of a live file, data or delete.
+func (s TableStats) AvgFileBytes() float64 {
+	if n := s.DataFiles + s.DeleteFiles; n > 0 {
+		return float64(s.FilesBytes) / float64(n)
+	}
+	return 0
+}
+
+// Stats reads the table's statistics from its current snapshot summary.
+func (t *Table) Stats() TableStats { return statsOf(t.tbl) }
+
+func statsOf(tbl *table.Table) TableStats {
+	st := TableStats{Snapshots: len(tbl.Metadata().Snapshots())}
+	s := tbl.CurrentSnapshot()
+	if s == nil || s.Summary == nil {
+		return st
+	}
+	n := func(k string) int64 {
+		v, _ := strconv.ParseInt(s.Summary.Properties[k], 10, 64)
+		return v
+	}
+	st.DataFiles = n("total-data-files")
+	st.DeleteFiles = n("total-delete-files")
+	st.DeleteRows = n("total-equality-deletes") + n("total-position-deletes")
+	st.Records = n("total-records")
+	st.FilesBytes = n("total-files-size")
+	return st
+}
+
+// CompactOptions tune one compaction run.
+type CompactOptions struct {
+	DeleteFiles    int     // compact a partition with this many delete files
+	DeleteRatio    float64 // ... or this many delete rows per data row
+	SmallFiles     int     // ... or this many small data files
+	SmallFileSize  int64   // a data file below this size is small
+	TargetFileSize int64   // size of the files written
+	MaxBytes       int64   // data rewritten per run; <= 0 means no limit
+	MaxManifests   int     // merge data manifests when there are more manifests than this; <= 0 never
+	// Force ignores the thresholds: every partition with deletes or with at
+	// least two small files is compacted (cdcsync compact).
+	Force bool
+	// Replay re-stages the rewrite, once per attempt (3 attempts), when
+	// epoch commits of this pipeline landed while it ran (cdcsync compact,
+	// which runs next to the daemon). Without it such a rewrite is dropped.
+	Replay bool
+	// Fault is called at "during-compaction", after the new files are
+	// written and before the catalog commit. Tests only.
+	Fault func(point string)
+}
+
+// CompactOptionsFrom returns the options configured in maintenance.compaction.
+func CompactOptionsFrom(m *config.Maintenance) CompactOptions {
+	c := &m.Compaction
+	return CompactOptions{DeleteFiles: c.DeleteFiles, DeleteRatio: c.DeleteRatio, SmallFiles: c.SmallFiles,
+		SmallFileSize: c.SmallFileSize.Int64(), TargetFileSize: c.TargetFileSize.Int64(), MaxBytes: c.MaxBytes.Int64(),
+		MaxManifests: c.MaxManifests}
+}
+
+// CompactResult reports what a compaction run did.
+type CompactResult struct {
+	Partitions       int   // partitions whose files were rewritten
+	RewrittenFiles   int   // data files replaced
+	AddedFiles       int   // data files written
+	BytesBefore      int64 // size of the replaced data files
+	BytesAfter       int64 // size of the written data files
+	RemovedDeletes   int   // delete files dropped
+	Deferred         int   // candidate files left for a later run by max_bytes
+	ManifestsBefore  int
+	ManifestsAfter   int
+	Snapshot         int64 // the rewrite snapshot; 0 when nothing was committed
+	Replays          int   // times the rewrite was re-staged on a moved table
+	Duration         time.Duration
+	DeleteFilesAfter int64
+}
+
+// Committed reports whether the run committed anything.
+func (r CompactResult) Committed() bool {
+	return r.Snapshot != 0 || r.ManifestsAfter < r.ManifestsBefore
+}
+
+// ErrCompactionConflict reports that the table changed while a compaction
+// ran, so the compaction was dropped (nothing is lost: it runs again later).
+var ErrCompactionConflict = errors.New("the table changed during compaction")
+
+// partition is one partition's live files as scan planning sees them.
+type partition struct {
+	key      string
+	tasks    []table.FileScanTask
+	deletes  map[string]iceberg.DataFile
+	dataRows int64
+	small    int
+}
+
+func (p *partition) deleteRows() int64 {
+	var n int64
+	for _, d := range p.deletes {
+		n += d.Count()
+	}
+	return n
+}
+
+func (p *partition) triggered(o *CompactOptions) bool {
+	if o.Force {
+		return len(p.deletes) > 0 || p.small >= 2
+	}
+	return len(p.deletes) >= o.DeleteFiles ||
+		(p.dataRows > 0 && float64(p.deleteRows()) >= o.DeleteRatio*float64(p.dataRows)) ||
+		p.small >= o.SmallFiles
+}
+
+func hasDeletes(tk *table.FileScanTask) bool {
+	return len(tk.EqualityDeleteFiles)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0
+}
+
+func partitionKey(df iceberg.DataFile) string {
+	part := df.Partition()
+	ids := make([]int, 0, len(part))
+	for id := range part {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", df.SpecID())
+	for _, id := range ids {
+		fmt.Fprintf(&b, "/%d=%v", id, part[id])
+	}
+	return b.String()
+}
+
+func seqOf(tk *table.FileScanTask) int64 {
+	if tk.DataSequenceNumber != nil {
+		return *tk.DataSequenceNumber
+	}
+	return 0
+}
+
+// CompactionDue is a cheap check of the current snapshot's summary: false
+// means no partition can have reached a threshold, so planning is not needed.
+func (t *Table) CompactionDue(o CompactOptions) bool {
+	s := t.Stats()
+	return s.DeleteFiles >= int64(o.DeleteFiles) || s.DataFiles >= int64(o.SmallFiles) ||
+		(s.Records > 0 && float64(s.DeleteRows) >= o.DeleteRatio*float64(s.Records))
+}
+
+// Compact rewrites, in the partitions that reached a threshold, the data
+// files that carry deletes or are small, oldest first and up to MaxBytes,
+// reading them through a scan that applies every delete; drops the delete
+// files that apply to nothing any more; and merges manifests. It commits one
+// "replace" snapshot (plus one for the manifests) marked with
+// cdcsync.maintenance, never the epoch keys. The caller must not commit the
+// table concurrently.
+func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResult, err error) {
+	ctx = t.scope(ctx)
+	began := time.Now()
+	defer func() { res.Duration = time.Since(began) }()
+	base := t.tbl
+	snap := base.CurrentSnapshot()
+	if snap == nil {
+		return res, nil
+	}
+	fsys, err := base.FS(ctx)
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", t.ID, err)
+	}
+	tasks, err := base.Scan().PlanFiles(ctx)
+	if err != nil {
+		return res, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
+	}
+	groups, deferred := selectCompaction(tasks, &o)
+	res.Deferred = deferred
+
+	// Execute the groups: read with deletes applied, write new files.
+	var results []table.CompactionGroupResult
+	cleanup := func() {
+		for _, gr := range results {
+			for _, f := range gr.NewDataFiles {
+				_ = fsys.Remove(f.FilePath())
+			}
+		}
+	}
+	for _, g := range groups {
+		gr, err := table.ExecuteCompactionGroup(ctx, base, g, table.WithCompactionTargetFileSize(o.TargetFileSize))
+		if err != nil {
+			results = append(results, gr)
+			cleanup()
+			return res, fmt.Errorf("compact %s: %w", t.ID, err)
+		}
+		if len(gr.OldDataFiles) == 0 && len(gr.NewDataFiles) == 0 {
+			continue
+		}
+		results = append(results, gr)
+	}
+
+	runID := newRunID()
+	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
+		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, runID)
+	}
+	tx, removedDeletes, err := stage(base, tasks)
+	if err != nil {
+		cleanup()
+		return res, err
+	}
+	if tx != nil {
+		if o.Fault != nil {
+			o.Fault("during-compaction")
+		}
+		next, err := tx.Commit(ctx)
+		for attempt := 1; err != nil; attempt++ {
+			fresh, lerr := t.reload(ctx)
+			if lerr != nil {
+				// Unknown outcome: keep the files, orphan cleanup removes them
+				// if the commit did not happen.
+				return res, fmt.Errorf("commit the compaction of %s: %w (and reloading the table failed: %v)", t.ID, err, lerr)
+			}
+			if hasRun(fresh, base, runID) {
+				if cur := fresh.CurrentSnapshot(); cur != nil && cur.Summary != nil && cur.Summary.Properties[SummaryMaintenanceRun] == runID {
+					next, err = fresh, nil // the commit went through after all
+					break
+				}
+				// It went through, and another writer committed on top: the
+				// next epoch commit sees that writer's snapshot and decides.
+				return res, fmt.Errorf("the compaction of %s was committed, then %s committed snapshot %d (operation %s)",
+					t.ID, writerOf(fresh.CurrentSnapshot()), snapshotID(fresh.CurrentSnapshot()), operationOf(fresh.CurrentSnapshot()))
+			}
+			cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot()
+			if snapshotID(cur) == snapshotID(old) {
+				cleanup()
+				return res, fmt.Errorf("commit the compaction of %s: %w", t.ID, err)
+			}
+			if !o.Replay || attempt > 3 || !onlyEpochsSince(fresh, base, t.pipeline) {
+				cleanup()
+				return res, fmt.Errorf("%w: %s committed snapshot %d (operation %s) while compacting %s; the compaction was dropped and runs again later",
+					ErrCompactionConflict, writerOf(cur), snapshotID(cur), operationOf(cur), t.ID)
+			}
+			// Only epoch commits of this pipeline landed: they add files and
+			// equality deletes at higher sequence numbers, which keep applying
+			// to the rewritten files (pinned to snap's number). Re-stage.
+			res.Replays++
+			base = fresh
+			plan, perr := fresh.Scan().PlanFiles(ctx)
+			if perr != nil {
+				cleanup()
+				return res, fmt.Errorf("compact %s: plan files: %w", t.ID, perr)
+			}
+			var serr error
+			if tx, removedDeletes, serr = stage(fresh, plan); serr != nil {
+				cleanup()
+				return res, serr
+			}
+			if tx == nil {
+				cleanup()
+				return res, nil
+			}
+			next, err = tx.Commit(ctx)
+		}
+		t.tbl = next
+		res.Snapshot = snapshotID(next.CurrentSnapshot())
+		res.RemovedDeletes = removedDeletes
+		for _, gr := range results {
+			res.Partitions++
+			res.RewrittenFiles += len(gr.OldDataFiles)
+			res.AddedFiles += len(gr.NewDataFiles)
+			res.BytesBefore += gr.BytesBefore
+			res.BytesAfter += gr.BytesAfter
+		}
+	}
+	if o.MaxManifests > 0 {
+		before, after, err := t.mergeManifests(ctx, o.MaxManifests)
+		res.ManifestsBefore, res.ManifestsAfter = before, after
+		if err != nil {
+			return res, err
+		}
+	}
+	res.DeleteFilesAfter = t.Stats().DeleteFiles
+	return res, nil
+}
+
+// selectCompaction picks the files to rewrite, grouped by partition: in
+// every partition that reached a threshold, the data files carrying deletes
+// or smaller than SmallFileSize, oldest data sequence number first (deletes
+// become dead once every older file is rewritten). Partitions with the most
+// delete files go first. MaxBytes caps the total; the first file is always
+// taken so that a file larger than the cap is compacted eventually.
+func selectCompaction(tasks []table.FileScanTask, o *CompactOptions) ([]table.CompactionTaskGroup, int) {
+	parts := map[string]*partition{}
+	var order []string
+	for _, tk := range tasks {
+		key := partitionKey(tk.File)
+		p := parts[key]
+		if p == nil {
+			p = &partition{key: key, deletes: map[string]iceberg.DataFile{}}
+			parts[key] = p
+			order = append(order, key)
+		}
+		p.tasks = append(p.tasks, tk)
+		p.dataRows += tk.File.Count()
+		if tk.File.FileSizeBytes() < o.SmallFileSize {
+			p.small++
+		}
+		for _, l := range [][]iceberg.DataFile{tk.EqualityDeleteFiles, tk.DeleteFiles, tk.DeletionVectorFiles} {
+			for _, d := range l {
+				p.deletes[d.FilePath()] = d
+			}
+		}
+	}
+	var hot []*partition
+	for _, k := range order {
+		if p := parts[k]; p.triggered(o) {
+			hot = append(hot, p)
+		}
+	}
+	sort.SliceStable(hot, func(i, j int) bool {
+		if len(hot[i].deletes) != len(hot[j].deletes) {
+			return len(hot[i].deletes) > len(hot[j].deletes)
+		}
+		return hot[i].small > hot[j].small
+	})
+	var (
+		groups   []table.CompactionTaskGroup
+		used     int64
+		deferred int
+		full     bool
+	)
+	for _, p := range hot {
+		var cands []table.FileScanTask
+		for _, tk := range p.tasks {
+			if hasDeletes(&tk) || tk.File.FileSizeBytes() < o.SmallFileSize {
+				cands = append(cands, tk)
+			}
+		}
+		sort.SliceStable(cands, func(i, j int) bool {
+			if a, b := seqOf(&cands[i]), seqOf(&cands[j]); a != b {
+				return a < b
+			}
+			return cands[i].File.FilePath() < cands[j].File.FilePath()
+		})
+		g := table.CompactionTaskGroup{PartitionKey: p.key}
+		for i, tk := range cands {
+			size := tk.File.FileSizeBytes()
+			if full || (o.MaxBytes > 0 && used > 0 && used+size > o.MaxBytes) {
+				full = true
+				deferred += len(cands) - i
+				break
+			}
+			used += size
+			g.Tasks = append(g.Tasks, tk)
+			g.TotalSizeBytes += size
+		}
+		// One clean small file alone gains nothing.
+		if len(g.Tasks) == 1 && !hasDeletes(&g.Tasks[0]) {
+			used -= g.TotalSizeBytes
+			continue
+		}
+		if len(g.Tasks) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups, deferred
+}
+
+// stageRewrite stages on tbl one rewrite snapshot replacing the groups' old
+// files by their new ones, with the new files' data sequence number pinned to
+// readSeq, and dropping the delete files that apply to nothing left. It
+// returns a nil transaction when there is nothing to commit.
+func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult, runID string) (*table.Transaction, int, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	snap := tbl.CurrentSnapshot()
+	rewritten := map[string]struct{}{}
+	for _, gr := range results {
+		for _, f := range gr.OldDataFiles {
+			rewritten[f.FilePath()] = struct{}{}
+		}
+	}
+	dead, err := deadDeletes(ctx, tbl, tasks, rewritten, readSeq)
+	if err != nil {
+		return nil, 0, fmt.Errorf("compact %s: find dead delete files: %w", t.ID, err)
+	}
+	if len(rewritten) > 0 && mayHavePositionDeletes(snap) {
+		pos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
+		if err != nil {
+			return nil, 0, fmt.Errorf("compact %s: find dead position deletes: %w", t.ID, err)
+		}
+		dead = append(dead, pos...)
+	}
+	if len(rewritten) == 0 && len(dead) == 0 {
+		return nil, 0, nil
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, 0, fmt.Errorf("compact %s: %w", t.ID, err)
+	}
+	rw := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction", SummaryMaintenanceRun: runID})
+	seen := map[string]bool{}
+	drop := func(f iceberg.DataFile) {
+		if !seen[f.FilePath()] {
+			seen[f.FilePath()] = true
+			rw.DeleteFile(f)
+		}
+	}
+	for _, gr := range results {
+		for _, f := range gr.OldDataFiles {
+			drop(f)
+		}
+		for _, f := range gr.NewDataFiles {
+			rw.AddDataFile(f)
+		}
+		for _, f := range gr.SafeDeletionVectors {
+			drop(f)
+		}
+	}
+	for _, f := range dead {
+		drop(f)
+	}
+	if len(rewritten) > 0 {
+		rw.DataSequenceNumber(readSeq)
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return nil, 0, fmt.Errorf("compact %s: stage the rewrite: %w", t.ID, err)
+	}
+	return tx, len(dead), nil
+}
+
+// mayHavePositionDeletes is false when the snapshot's summary says it has
+// no position deletes (cdcsync writes none), which saves a manifest walk.
+func mayHavePositionDeletes(s *table.Snapshot) bool {
+	if s == nil || s.Summary == nil {
+		return true
+	}
+	v, ok := s.Summary.Properties["total-position-deletes"]
+	return !ok || v != "0"
+}
+
+// deadDeletes returns the equality delete files of tbl's current snapshot,
+// with a data sequence number of at most maxSeq, that scan planning matches
+// to no data file left once the rewritten files are gone (tasks is a plan of
+// that snapshot). Planning matches a delete to the files of its partition
+// (all files, for an unpartitioned delete) with a lower data sequence number
+// whose column bounds may hold its keys, so such a delete changes no row.
+// Files written by the rewrite get maxSeq, so no such delete applies to them
+// either. Deletes newer than maxSeq are kept: they apply to the rewritten rows.
+func deadDeletes(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, rewritten map[string]struct{}, maxSeq int64) ([]iceberg.DataFile, error) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return nil, nil
+	}
+	live := map[string]bool{}
+	for _, tk := range tasks {
+		if _, gone := rewritten[tk.File.FilePath()]; gone {
+			continue
+		}
+		for _, d := range tk.EqualityDeleteFiles {
+			live[d.FilePath()] = true
+		}
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	var dead []iceberg.DataFile
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, err
+			}
+			df := e.DataFile()
+			if s := e.SequenceNum(); df.ContentType() == iceberg.EntryContentEqDeletes && s >= 0 && s <= maxSeq && !live[df.FilePath()] {
+				dead = append(dead, df)
+			}
+		}
+	}
+	return dead, nil
+}
+
+// mergeManifests rewrites the data manifests into target-sized ones when the
+// current snapshot has more than max manifests.
+func (t *Table) mergeManifests(ctx context.Context, max int) (before, after int, err error) {
+	base := t.tbl
+	snap := base.CurrentSnapshot()
+	if snap == nil {
+		return 0, 0, nil
+	}
+	fsys, err := base.FS(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	mans, err := snap.Manifests(fsys)
+	if err != nil {
+		return 0, 0, fmt.Errorf("merge manifests of %s: %w", t.ID, err)
+	}
+	before, after = len(mans), len(mans)
+	if len(mans) <= max {
+		return before, after, nil
+	}
+	tx := base.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return before, after, err
+	}
+	r, err := tx.RewriteManifests(ctx)
+	if err != nil {
+		return before, after, fmt.Errorf("merge manifests of %s: %w", t.ID, err)
+	}
+	if r.IsNoOp() {
+		return before, after, nil
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		fresh, lerr := t.reload(ctx)
+		if lerr == nil {
+			if cur := fresh.CurrentSnapshot(); cur != nil && cur.ParentSnapshotID != nil && *cur.ParentSnapshotID == snap.SnapshotID &&
+				cur.Summary != nil && cur.Summary.Operation == table.OpReplace && cur.Summary.Properties["manifests-created"] != "" {
+				t.tbl = fresh // the commit went through after all
+			}
+		}
+		return before, after, fmt.Errorf("merge manifests of %s: %w", t.ID, err)
+	}
+	t.tbl = next
+	after = before - len(r.RewrittenManifests) + len(r.AddedManifests)
+	return before, after, nil
+}
+
+// hasRun reports whether a snapshot of maintenance run id is in fresh's
+// lineage above base's current snapshot.
+func hasRun(fresh, base *table.Table, id string) bool {
+	stop := snapshotID(base.CurrentSnapshot())
+	meta := fresh.Metadata()
+	for s := meta.CurrentSnapshot(); s != nil && s.SnapshotID != stop; {
+		if s.Summary != nil && s.Summary.Properties[SummaryMaintenanceRun] == id {
+			return true
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
+}
+
+// onlyEpochsSince reports whether every snapshot of fresh since base's
+// current one is an epoch commit of pipeline that only added files.
+func onlyEpochsSince(fresh, base *table.Table, pipeline string) bool {
+	return lineageSince(fresh, base, func(s *table.Snapshot) bool {
+		if s.Summary == nil || s.Summary.Properties[SummaryPipeline] != pipeline {
+			return false
+		}
+		p := s.Summary.Properties
+		return p["deleted-data-files"] == "" && p["removed-delete-files"] == "" && p["added-position-delete-files"] == "" &&
+			p["removed-position-delete-files"] == "" && p["removed-equality-delete-files"] == ""
+	})
+}
+
+// lineageSince walks fresh's lineage from its current snapshot down to
+// base's current one and reports whether every snapshot on the way passes
+// ok. It is false when base's snapshot is not an ancestor (a rollback).
+func lineageSince(fresh, base *table.Table, ok func(*table.Snapshot) bool) bool {
+	stop := snapshotID(base.CurrentSnapshot())
+	meta := fresh.Metadata()
+	s := meta.CurrentSnapshot()
+	for s != nil {
+		if s.SnapshotID == stop {
+			return true
+		}
+		if !ok(s) {
+			return false
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return stop == -1 && s == nil
+}
+
+func writerOf(s *table.Snapshot) string {
+	if s == nil || s.Summary == nil {
+		return "a writer that is not this pipeline"
+	}
+	if p := s.Summary.Properties[SummaryPipeline]; p != "" {
+		return fmt.Sprintf("pipeline %q (epoch %s)", p, s.Summary.Properties[SummaryEpoch])
+	}
+	if m := s.Summary.Properties[SummaryMaintenance]; m != "" {
+		return "a cdcsync " + m
+	}
+	return "a writer that is not cdcsync"
+}
+
+func operationOf(s *table.Snapshot) string {
+	if s == nil || s.Summary == nil {
+		return "unknown"
+	}
+	return string(s.Summary.Operation)
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ExpireResult reports what snapshot expiry did.
+type ExpireResult struct {
+	Expired  int // snapshots removed
+	Duration time.Duration
+}
+
+// retainCount is how many snapshots of the current lineage expiry must keep:
+// at least minKeep, and every snapshot down to this pipeline's last epoch
+// commit, so that Committed still finds it.
+func (t *Table) retainCount(minKeep int) int {
+	meta := t.tbl.Metadata()
+	i := 0
+	for s := meta.CurrentSnapshot(); s != nil; i++ {
+		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == t.pipeline {
+			return max(minKeep, i+1)
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return max(minKeep, i+1) // no epoch commit: keep the whole lineage
+}
+
+// ExpiryDue reports, from the metadata alone, whether some snapshot would be
+// expired.
+func (t *Table) ExpiryDue(maxAge time.Duration, minKeep int) bool {
+	meta := t.tbl.Metadata()
+	cur := meta.CurrentSnapshot()
+	if cur == nil {
+		return false
+	}
+	cutoff := time.Now().Add(-maxAge).UnixMilli()
+	keep := map[int64]bool{}
+	n := t.retainCount(minKeep)
+	for i, s := 0, cur; s != nil && i < n; i++ {
+		keep[s.SnapshotID] = true
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	for _, s := range meta.Snapshots() {
+		if !keep[s.SnapshotID] && s.TimestampMs < cutoff {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpireSnapshots removes the snapshots older than maxAge, keeping the newest
+// minKeep and every snapshot down to this pipeline's last epoch commit, then
+// deletes the files only the expired snapshots referenced. A crash between
+// the two leaves those files to orphan cleanup. fault is called at
+// "during-expiry", after the commit and before the files are deleted.
+func (t *Table) ExpireSnapshots(ctx context.Context, maxAge time.Duration, minKeep int, fault func(string)) (res ExpireResult, err error) {
+	ctx = t.scope(ctx)
+	began := time.Now()
+	defer func() { res.Duration = time.Since(began) }()
+	base := t.tbl
+	if base.CurrentSnapshot() == nil {
+		return res, nil
+	}
+	tx := base.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	if err := tx.ExpireSnapshots(table.WithRetainLast(t.retainCount(minKeep)), table.WithOlderThan(maxAge), table.WithPostCommit(false)); err != nil {
+		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		if fresh, lerr := t.reload(ctx); lerr == nil && snapshotID(fresh.CurrentSnapshot()) == snapshotID(base.CurrentSnapshot()) {
+			t.tbl = fresh // same data; the expiry may or may not have happened
+		}
+		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	t.tbl = next
+	kept := map[int64]bool{}
+	for _, s := range next.Metadata().Snapshots() {
+		kept[s.SnapshotID] = true
+	}
+	var expired []int64
+	for _, s := range base.Metadata().Snapshots() {
+		if !kept[s.SnapshotID] {
+			expired = append(expired, s.SnapshotID)
+		}
+	}
+	res.Expired = len(expired)
+	if len(expired) == 0 {
+		return res, nil
+	}
+	if fault != nil {
+		fault("during-expiry")
+	}
+	// The deletion iceberg-go runs after an expiry: manifest lists,
+	// manifests and data files reachable only from the expired snapshots.
+	// A file can be listed twice across expiries (live in one expired
+	// snapshot, DELETED in a later one); it is already gone the second time.
+	if err := ignoreNotExist(table.NewRemoveSnapshotsUpdate(expired, true).PostCommit(ctx, base, next)); err != nil {
+		return res, fmt.Errorf("delete the files of the %d expired snapshots of %s (orphan cleanup removes them later): %w", len(expired), t.ID, err)
+	}
+	return res, nil
+}
+
+// ignoreNotExist drops the "no such file" errors from a (joined) error.
+func ignoreNotExist(err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) && !hasOther(err) {
+		return nil
+	}
+	return err
+}
+
+// hasOther reports whether a joined error holds an error that is not
+// fs.ErrNotExist.
+func hasOther(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if e != nil && hasOther(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// OrphanResult reports what orphan cleanup did.
+type OrphanResult struct {
+	Deleted  int
+	Bytes    int64
+	Duration time.Duration
+}
+
+// RemoveOrphans deletes the files under the table's location that no
+// snapshot, metadata file or statistics file references and that are older
+// than minAge. The reference set comes from the catalog's newest metadata,
+// so files another writer committed are kept even if cdcsync has not seen
+// that commit yet. The cached table is not changed.
+func (t *Table) RemoveOrphans(ctx context.Context, minAge time.Duration, pipelineDir string) (res OrphanResult, err error) {
+	ctx = t.scope(ctx)
+	began := time.Now()
+	defer func() { res.Duration = time.Since(began) }()
+	if minAge <= 0 {
+		return res, fmt.Errorf("remove orphans of %s: the safety age must be positive", t.ID)
+	}
+	fresh, err := t.reload(ctx)
+	if err != nil {
+		return res, fmt.Errorf("remove orphans of %s: reload: %w", t.ID, err)
+	}
+	loc := strings.TrimRight(fresh.Location(), "/")
+	if loc == "" || (pipelineDir != "" && strings.HasPrefix(strings.TrimRight(pipelineDir, "/")+"/", loc+"/")) {
+		return res, fmt.Errorf("remove orphans of %s: the table's location %q holds the pipeline's own objects (%s); refusing to clean it", t.ID, loc, pipelineDir)
+	}
+	r, err := fresh.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(minAge))
+	if err != nil {
+		return res, fmt.Errorf("remove orphans of %s: %w", t.ID, err)
+	}
+	res.Deleted = len(r.DeletedFiles)
+	res.Bytes = r.TotalSizeBytes
+	return res, nil
+}
+
+// OpenTable loads an existing Iceberg table for maintenance without its
+// MySQL source: name is the MySQL "db.table" (mapped through the table
+// rules) or the Iceberg "namespace.table".
+func (l *Lake) OpenTable(ctx context.Context, name string) (*Table, error) {
+	db, tbl, ok := strings.Cut(name, ".")
+	if !ok || db == "" || tbl == "" {
+		return nil, fmt.Errorf("name a table as DB.TABLE, got %q", name)
+	}
+	ctx = l.Scope(ctx)
+	ident := l.Identifier(db, tbl)
+	it, err := l.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		ident = table.Identifier{db, tbl}
+		it, err = l.cat.LoadTable(ctx, ident)
+	}
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", name, l.cfg.Catalog.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	ts, err := SchemaFromIceberg(it)
+	if err != nil {
+		return nil, err
+	}
+	if src := it.Properties()["cdcsync.source"]; src != "" {
+		if d, n, ok := strings.Cut(src, "."); ok {
+			ts.ID = cdcsync.TableID{Database: d, Table: n}
+		}
+	}
+	return l.newTable(ts, ident, it)
+}
+
+// PipelineDir is where the pipeline keeps its own objects (checkpoints); no
+// table maintenance ever touches it.
+func (l *Lake) PipelineDir() string { return l.pipelineDir() }
+
+// ReadRowsAt scans the table as of the given snapshot, applying its deletes.
+func ReadRowsAt(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, snapshotID int64) ([]cdcsync.Row, error) {
+	_, recs, err := tbl.Scan(table.WithSnapshotID(snapshotID)).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s at snapshot %d: %w", ts.ID, snapshotID, err)
+	}
+	var out []cdcsync.Row
+	for rec, err := range recs {
+		if err != nil {
+			return nil, fmt.Errorf("scan %s at snapshot %d: %w", ts.ID, snapshotID, err)
+		}
+		rows, err := rowsFromBatch(rec, ts)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// Maintainer schedules the maintenance of the daemon's tables. AfterCommit
+// is called after each epoch commit of a table, serialized with that
+// table's commits, and runs one task at most (two when one would starve),
+// so that the next epoch waits for a bounded piece of work. A task is due:
+//
+//   - compaction, when every_epochs of the table's epochs have passed since
+//     the last one and a threshold is reached;
+//   - snapshot expiry, at most once per every_epochs epochs, when some
+//     snapshot is old enough;
+//   - orphan cleanup, on the table's first epoch of the session and then
+//     every orphans.interval.
+//
+// Compaction goes first when it is due, which keeps delete files under the
+// threshold; expiry and orphan cleanup take turns in the other epochs, and
+// run after a compaction when compaction was due five times in a row while
+// they waited.
+type Maintainer struct {
+	cfg   config.Maintenance
+	log   *slog.Logger
+	fault func(string)
+	dir   string
+	state map[cdcsync.TableID]*maintState
+	turn  int // rotates the order of the tables in Maintain
+}
+
+type maintState struct {
+	sinceCompaction, sinceExpiry int
+	lastOrphans                  time.Time
+	last                         string // the last expiry or orphans task run
+	starved                      int    // calls in a row where compaction went before a due expiry or orphan cleanup
+}
+
+// maxStarved is how many calls in a row compaction may go alone while an
+// expiry or orphan cleanup is due; the next call runs both.
+const maxStarved = 5
+
+// MaintenanceReport says what AfterCommit did. Task is "" when nothing was
+// due.
+type MaintenanceReport struct {
+	Table      cdcsync.TableID
+	Task       string // "compaction", "expiry" or "orphans"
+	Compaction CompactResult
+	Expiry     ExpireResult
+	Orphans    OrphanResult
+	Duration   time.Duration
+}
+
+// NewMaintainer returns the scheduler for cfg; fault is called at the
+// maintenance fault points (tests only; may be nil).
+func (l *Lake) NewMaintainer(cfg config.Maintenance, fault func(string)) *Maintainer {
+	return &Maintainer{cfg: cfg, log: l.log, fault: fault, dir: l.pipelineDir(), state: map[cdcsync.TableID]*maintState{}}
+}
+
+// Maintain runs what is due for the tables of one epoch (see AfterCommit).
+// Their compactions share maintenance.compaction.max_bytes: once the
+// epoch's compactions have rewritten that much, the other tables' wait for a
+// later epoch (they stay due). The tables are taken in turn, starting one
+// further at every call, so that none waits for ever. It stops at the first
+// error.
+func (m *Maintainer) Maintain(ctx context.Context, tables []*Table) ([]MaintenanceReport, error) {
+	if !m.cfg.Enabled || len(tables) == 0 {
+		return nil, nil
+	}
+	m.turn++
+	budget := m.cfg.Compaction.MaxBytes.Int64()
+	var reps []MaintenanceReport
+	for i := range tables {
+		t := tables[(i+m.turn)%len(tables)]
+		if ctx.Err() != nil {
+			return reps, ctx.Err()
+		}
+		r, err := m.afterCommit(ctx, t, budget)
+		for _, rep := range r {
+			budget -= rep.Compaction.BytesBefore
+		}
+		reps = append(reps, r...)
+		if err != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
+}
+
+// AfterCommit runs the table's maintenance that is due: usually one task or
+// none; a compaction and then a starved expiry or orphan cleanup at most.
+func (m *Maintainer) AfterCommit(ctx context.Context, t *Table) ([]MaintenanceReport, error) {
+	return m.afterCommit(ctx, t, m.cfg.Compaction.MaxBytes.Int64())
+}
+
+// afterCommit is AfterCommit with budget bytes left for compaction; with
+// none left, compaction waits for a later epoch.
+func (m *Maintainer) afterCommit(ctx context.Context, t *Table, budget int64) ([]MaintenanceReport, error) {
+	if !m.cfg.Enabled {
+		return nil, nil
+	}
+	st := m.state[t.ID]
+	if st == nil {
+		st = &maintState{sinceCompaction: m.cfg.EveryEpochs, sinceExpiry: m.cfg.EveryEpochs}
+		m.state[t.ID] = st
+	}
+	st.sinceCompaction++
+	st.sinceExpiry++
+	opts := CompactOptionsFrom(&m.cfg)
+	opts.Fault = m.fault
+	opts.MaxBytes = budget
+	var other string // the due expiry or orphan cleanup whose turn it is
+	others := []string{"expiry", "orphans"}
+	if st.last == "expiry" {
+		others = []string{"orphans", "expiry"}
+	}
+	for _, task := range others {
+		due := false
+		switch task {
+		case "expiry":
+			due = st.sinceExpiry >= m.cfg.EveryEpochs && t.ExpiryDue(m.cfg.Snapshots.MaxAge.Duration, m.cfg.Snapshots.MinKeep)
+		case "orphans":
+			due = st.lastOrphans.IsZero() || time.Since(st.lastOrphans) >= m.cfg.Orphans.Interval.Duration
+		}
+		if due {
+			other = task
+			break
+		}
+	}
+	var tasks []string
+	if budget > 0 && st.sinceCompaction >= m.cfg.EveryEpochs && t.CompactionDue(opts) {
+		tasks = append(tasks, "compaction")
+		if other != "" {
+			st.starved++
+			if st.starved > maxStarved {
+				tasks = append(tasks, other)
+			}
+		}
+	} else if other != "" {
+		tasks = append(tasks, other)
+	}
+	var reps []MaintenanceReport
+	for _, task := range tasks {
+		if task != "compaction" {
+			st.last, st.starved = task, 0
+		}
+		rep, err := m.run(ctx, t, st, task, opts)
+		reps = append(reps, rep)
+		if err != nil || ctx.Err() != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
+}
+
+func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task string, opts CompactOptions) (rep MaintenanceReport, err error) {
+	rep.Table, rep.Task = t.ID, task
+	began := time.Now()
+	defer func() { rep.Duration = time.Since(began) }()
+	switch task {
+	case "compaction":
+		st.sinceCompaction = 0
+		before := t.Stats()
+		r, err := t.Compact(ctx, opts)
+		rep.Compaction = r
+		if err != nil {
+			return rep, err
+		}
+		if r.Committed() {
+			m.log.Info("table compacted", "table", t.ID.String(), "rewritten_files", r.RewrittenFiles, "written_files", r.AddedFiles,
+				"bytes_read", r.BytesBefore, "bytes_written", r.BytesAfter, "delete_files_before", before.DeleteFiles,
+				"delete_files_after", r.DeleteFilesAfter, "deferred_files", r.Deferred, "manifests_before", r.ManifestsBefore,
+				"manifests_after", r.ManifestsAfter, "seconds", r.Duration.Seconds())
+		}
+	case "expiry":
+		st.sinceExpiry = 0
+		r, err := t.ExpireSnapshots(ctx, m.cfg.Snapshots.MaxAge.Duration, m.cfg.Snapshots.MinKeep, m.fault)
+		rep.Expiry = r
+		if err != nil {
+			return rep, err
+		}
+		m.log.Info("snapshots expired", "table", t.ID.String(), "expired", r.Expired, "snapshots_left", len(t.tbl.Metadata().Snapshots()),
+			"seconds", r.Duration.Seconds())
+	case "orphans":
+		st.lastOrphans = time.Now()
+		r, err := t.RemoveOrphans(ctx, m.cfg.Orphans.MinAge.Duration, m.dir)
+		rep.Orphans = r
+		if err != nil {
+			return rep, err
+		}
+		if r.Deleted > 0 {
+			m.log.Info("orphan files removed", "table", t.ID.String(), "files", r.Deleted, "bytes", r.Bytes, "seconds", r.Duration.Seconds())
+		}
+	}
+	return rep, nil
+}

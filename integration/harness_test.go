@@ -186,9 +186,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// start runs the race-built cdcsync on the env's config.
 func (e *env) start(extraEnv ...string) *proc {
 	e.t.Helper()
-	cmd := exec.Command(binary, "run", "--config", e.cfgPath)
+	return e.startWith(binary, extraEnv...)
+}
+
+// startWith runs the given cdcsync binary on the env's config.
+func (e *env) startWith(bin string, extraEnv ...string) *proc {
+	e.t.Helper()
+	cmd := exec.Command(bin, "run", "--config", e.cfgPath)
 	cmd.Env = append(os.Environ(), extraEnv...)
 	p := &proc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1)}
 	cmd.Stdout = lockedWriter{p.mu, p.out}

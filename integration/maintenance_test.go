@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -347,27 +346,6 @@ func noRaceBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return path
-}
-
-// startWith runs the given cdcsync binary like env.start runs the race build.
-func (e *env) startWith(bin string, extraEnv ...string) *proc {
-	e.t.Helper()
-	cmd := exec.Command(bin, "run", "--config", e.cfgPath)
-	cmd.Env = append(os.Environ(), extraEnv...)
-	p := &proc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1)}
-	cmd.Stdout = lockedWriter{p.mu, p.out}
-	cmd.Stderr = lockedWriter{p.mu, p.out}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	e.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
 }
 
 // TestMaintenanceLongUpsertWorkload streams a long upsert workload into one

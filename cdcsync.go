@@ -125,4 +125,23 @@ type Txn struct {
 	// cannot follow) on mirrored tables. The pipeline commits everything
 	// before the transaction first, then applies them, then the changes.
 	DDL []SchemaChange
+	// Progress marks no transaction but the stream's progress between
+	// transactions (a binlog rotation, a heartbeat while idle): the binlog
+	// has been read up to Pos. Only Pos is set.
+	Progress bool
+}
+
+// CopyState is the progress of a table's initial copy, which runs in
+// primary-key chunks while the binlog streams. It is committed with every
+// snapshot of the table while the copy runs, so a restart resumes after the
+// last chunk committed.
+type CopyState struct {
+	// After is the bound after which the next chunk starts ("" when no chunk
+	// is committed yet); capture encodes it and only capture reads it.
+	After string
+	// Rows counts the rows the committed chunks copied.
+	Rows int64
+	// Done is set on the commit that completes the copy; later commits carry
+	// no copy state.
+	Done bool
 }

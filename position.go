@@ -189,3 +189,48 @@ func AdvanceMariaDBGTIDSet(set, g string) (string, error) {
 	}
 	return strings.Join(out, ","), nil
 }
+
+// Includes reports whether p is at or after q: whether every transaction
+// before q is also before p. Both must come from the same server. GTID sets
+// are compared when both have one, else file and offset.
+func (p Position) Includes(q Position) (bool, error) {
+	if q.IsZero() {
+		return true, nil
+	}
+	if p.IsZero() {
+		return false, nil
+	}
+	if p.UsesGTID() && q.UsesGTID() {
+		switch p.Flavor {
+		case FlavorMariaDB:
+			for _, part := range strings.Split(q.GTIDSet, ",") {
+				if strings.TrimSpace(part) == "" {
+					continue
+				}
+				ok, err := gtidSetContains(p.Flavor, p.GTIDSet, part)
+				if err != nil || !ok {
+					return false, err
+				}
+			}
+			return true, nil
+		case FlavorMySQL:
+			ps, err := mysql.ParseMysqlGTIDSet(p.GTIDSet)
+			if err != nil {
+				return false, fmt.Errorf("parse GTID set %q: %w", p.GTIDSet, err)
+			}
+			qs, err := mysql.ParseMysqlGTIDSet(q.GTIDSet)
+			if err != nil {
+				return false, fmt.Errorf("parse GTID set %q: %w", q.GTIDSet, err)
+			}
+			return ps.Contain(qs), nil
+		}
+		return false, fmt.Errorf("unknown position flavor %q", p.Flavor)
+	}
+	if p.File == "" || q.File == "" {
+		return false, fmt.Errorf("positions %s and %s cannot be compared: one has no binlog file", p, q)
+	}
+	if p.ServerUUID != "" && q.ServerUUID != "" && p.ServerUUID != q.ServerUUID {
+		return false, fmt.Errorf("positions %s and %s are from different servers (%s, %s)", p, q, p.ServerUUID, q.ServerUUID)
+	}
+	return compareFilePos(p.File, p.Offset, q.File, q.Offset) >= 0, nil
+}

@@ -223,23 +223,71 @@ func (d *daemon) waitHTTP(timeout time.Duration) error {
 	return errors.New("cdcsync's HTTP server did not come up")
 }
 
-// waitReady waits until /readyz answers 200 (streaming).
-func (d *daemon) waitReady(timeout time.Duration) error {
+// waitReady polls /readyz every 50 ms until it answers 200 (every initial
+// copy is done and the binlog is being read) and returns when it saw it.
+func (d *daemon) waitReady(timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if d.exited() {
-			return fmt.Errorf("cdcsync exited: %v\n%s", d.waitErr, d.logTail())
+			return time.Time{}, fmt.Errorf("cdcsync exited: %v\n%s", d.waitErr, d.logTail())
 		}
 		resp, err := http.Get(d.httpURL + "/readyz")
 		if err == nil {
+			now := time.Now()
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return now, nil
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return errors.New("cdcsync did not become ready")
+	return time.Time{}, fmt.Errorf("cdcsync did not become ready within %s", timeout)
+}
+
+// logLines returns the daemon's log lines whose msg is msg, as key/value
+// attributes (slog's text format: key=value, values quoted when needed).
+func (d *daemon) logLines(msg string) []map[string]string {
+	b, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return nil
+	}
+	var out []map[string]string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		if kv := logfmt(line); kv["msg"] == msg {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// logfmt splits one slog text line into its attributes.
+func logfmt(line string) map[string]string {
+	kv := map[string]string{}
+	for line != "" {
+		line = strings.TrimLeft(line, " ")
+		k, rest, ok := strings.Cut(line, "=")
+		if !ok || strings.ContainsRune(k, ' ') {
+			break
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			v, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+		}
+		kv[k] = v
+		line = rest
+	}
+	return kv
 }
 
 // profiler collects a CPU profile (and, at the end, the allocation
@@ -387,4 +435,26 @@ func (w *lakeWatcher) commits() ([]snapshotCommit, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out, nil
+}
+
+// copyLog reads the rows and seconds of bench.t's initial copy from the
+// daemon's log line msg="initial copy finished" (attributes table, rows,
+// seconds; "initial copy committed" in older daemons); zero when there is
+// none. The harness does not depend on it.
+func copyLog(d *daemon) (rows int64, seconds float64) {
+	for _, msg := range []string{"initial copy finished", "initial copy committed"} {
+		for _, kv := range d.logLines(msg) {
+			if kv["table"] != benchDB+"."+benchTable {
+				continue
+			}
+			n, _ := strconv.ParseInt(kv["rows"], 10, 64)
+			sec, _ := strconv.ParseFloat(kv["seconds"], 64)
+			rows += n
+			seconds = max(seconds, sec)
+		}
+		if rows > 0 {
+			return rows, seconds
+		}
+	}
+	return 0, 0
 }

@@ -60,13 +60,29 @@ func insertRows(off, n int64) string {
 
 // updateRows changes several columns of the rows with ids in [a, a+n).
 func updateRows(a, n int64, gen int) string {
+	return fmt.Sprintf("%s WHERE id BETWEEN %d AND %d", updateSet(gen), a, a+n-1)
+}
+
+// updateFrom changes the same columns of the first n rows with ids ≥ a:
+// exactly n row changes while the table has them, whatever ids earlier
+// deletes removed.
+func updateFrom(a, n int64, gen int) string {
+	return fmt.Sprintf("%s WHERE id >= %d ORDER BY id LIMIT %d", updateSet(gen), a, n)
+}
+
+func updateSet(gen int) string {
 	return fmt.Sprintf(`UPDATE bench.t SET qty = IFNULL(qty, 0) + 1, amount = amount + 0.01, status = ELT(1 + (id + %d) %% 6,
   'new', 'paid', 'shipped', 'delivered', 'cancelled', 'refunded'), updated_at = NOW(6),
-  note = CONCAT(LEFT(note, 70), ' u%d') WHERE id BETWEEN %d AND %d`, gen, gen, a, a+n-1)
+  note = CONCAT(LEFT(note, 70), ' u%d')`, gen, gen)
 }
 
 func deleteRows(a, n int64) string {
 	return fmt.Sprintf("DELETE FROM bench.t WHERE id BETWEEN %d AND %d", a, a+n-1)
+}
+
+// deleteFrom deletes the first n rows with ids ≥ a.
+func deleteFrom(a, n int64) string {
+	return fmt.Sprintf("DELETE FROM bench.t WHERE id >= %d ORDER BY id LIMIT %d", a, n)
 }
 
 // fillTable creates bench.t with rows 1..n.

@@ -171,7 +171,8 @@ type reader struct {
 	tables  map[cdcsync.TableID]*tracked
 	shadows map[cdcsync.TableID]*shadowState
 	stopped map[cdcsync.TableID]bool
-	restart error // returned once the open transaction is sent
+	restart error            // returned once the open transaction is sent
+	marked  cdcsync.Position // the last progress marker's position
 }
 
 func (r *reader) position() cdcsync.Position {
@@ -208,6 +209,24 @@ func (r *reader) end(h *replication.EventHeader) (*cdcsync.Txn, error) {
 	return t, nil
 }
 
+// progress returns a progress marker (cdcsync.Txn.Progress) for the
+// position between transactions, or nil inside one or when the position
+// did not move.
+func (r *reader) progress() *cdcsync.Txn {
+	if r.txn != nil || r.inTxn {
+		return nil
+	}
+	pos := r.position()
+	if !r.cfg.Start.UsesGTID() {
+		pos.GTIDSet = ""
+	}
+	if pos == r.marked {
+		return nil
+	}
+	r.marked = pos
+	return &cdcsync.Txn{Progress: true, Pos: pos}
+}
+
 func advanceGTIDs(flavor, set, gtid string) (string, error) {
 	if flavor == cdcsync.FlavorMariaDB {
 		return cdcsync.AdvanceMariaDBGTIDSet(set, gtid)
@@ -228,6 +247,22 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 	case *replication.RotateEvent:
 		r.file = string(e.NextLogName)
 		r.pos = uint32(e.Position)
+		return r.progress(), nil
+	case *replication.HeartbeatEvent:
+		// Sent while the server has nothing new: its position is the end
+		// of the binlog.
+		if e.Filename != "" && h.LogPos > 0 {
+			r.file, r.pos = e.Filename, h.LogPos
+			return r.progress(), nil
+		}
+	case *replication.FormatDescriptionEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent,
+		*replication.PreviousGTIDsEvent:
+		// The events that open a binlog file move the position past the
+		// last transaction.
+		if h.LogPos > 0 && r.txn == nil && !r.inTxn {
+			r.pos = h.LogPos
+			return r.progress(), nil
+		}
 	case *replication.MariadbGTIDEvent:
 		r.txn = &cdcsync.Txn{GTID: fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)}
 		r.inTxn = !e.IsStandalone()

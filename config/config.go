@@ -145,9 +145,11 @@ type Epoch struct {
 	CommitConcurrency int      `yaml:"commit_concurrency"` // default 4 tables committed in parallel
 }
 
-// Snapshot configures the initial copy of existing rows.
+// Snapshot configures the initial copy of existing rows, which runs in
+// primary-key chunks while the binlog streams.
 type Snapshot struct {
-	BatchRows int `yaml:"batch_rows"` // default 50000 rows per written batch in the initial copy
+	ChunkRows int `yaml:"chunk_rows"` // default 20000 rows per chunk; bounds the copy's memory
+	Workers   int `yaml:"workers"`    // default 2 chunks read at once, across all tables
 }
 
 // Log configures cdcsync's own log.
@@ -211,7 +213,8 @@ const (
 	DefaultEpochMaxRows      = 200000
 	DefaultEpochMaxBytes     = ByteSize(128 << 20)
 	DefaultCommitConcurrency = 4
-	DefaultBatchRows         = 50000
+	DefaultChunkRows         = 20000
+	DefaultSnapshotWorkers   = 2
 	DefaultHTTPListen        = "127.0.0.1:9187"
 
 	DefaultMaintenanceEveryEpochs = 5
@@ -354,7 +357,8 @@ func (c *Config) applyDefaults() {
 		e.MaxBytes = DefaultEpochMaxBytes
 	}
 	num("epoch.commit_concurrency", &e.CommitConcurrency, DefaultCommitConcurrency)
-	num("snapshot.batch_rows", &c.Snapshot.BatchRows, DefaultBatchRows)
+	num("snapshot.chunk_rows", &c.Snapshot.ChunkRows, DefaultChunkRows)
+	num("snapshot.workers", &c.Snapshot.Workers, DefaultSnapshotWorkers)
 
 	str("log.level", &c.Log.Level, "info")
 	c.Log.Level = strings.ToLower(strings.TrimSpace(c.Log.Level))

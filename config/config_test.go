@@ -109,7 +109,8 @@ epoch:
   max_bytes: 64MiB
   commit_concurrency: 8
 snapshot:
-  batch_rows: 10000
+  chunk_rows: 10000
+  workers: 3
 log:
   level: debug
   format: json
@@ -167,7 +168,7 @@ var fullWant = Config{
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
 	Epoch:    Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
-	Snapshot: Snapshot{BatchRows: 10000},
+	Snapshot: Snapshot{ChunkRows: 10000, Workers: 3},
 	Log:      Log{Level: "debug", Format: "json"},
 	HTTP:     HTTP{Listen: "0.0.0.0:9999"},
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
@@ -248,7 +249,7 @@ func TestDefaults(t *testing.T) {
 		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}},
 		Catalog:   Catalog{Type: "sql", Name: "cdcsync", SQL: SQLCatalog{Driver: "sqlite", DSN: "./catalog.db"}},
 		Epoch:     Epoch{Interval: Duration{5 * time.Second}, MaxRows: 200000, MaxBytes: 128 << 20, CommitConcurrency: 4},
-		Snapshot:  Snapshot{BatchRows: 50000},
+		Snapshot:  Snapshot{ChunkRows: 20000, Workers: 2},
 		Log:       Log{Level: "info", Format: "text"},
 		HTTP:      HTTP{Listen: "127.0.0.1:9187"},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
@@ -428,12 +429,13 @@ func TestValidationErrors(t *testing.T) {
 		{"rest without uri", "catalog:\n  type: rest\n", []string{`catalog.rest.uri is missing: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181`}},
 		{"rest bad uri", "catalog:\n  type: rest\n  rest:\n    uri: localhost:8181\n", []string{`line 4: catalog.rest.uri "localhost:8181" is not an http(s) URL`}},
 		{"bad catalog name", "catalog:\n  name: my.cat\n", []string{`line 2: catalog.name "my.cat" is not valid`}},
-		{"epoch not positive", "epoch:\n  interval: 0s\n  max_rows: 0\n  max_bytes: -1\n  commit_concurrency: -2\nsnapshot:\n  batch_rows: 0\n", []string{
+		{"epoch not positive", "epoch:\n  interval: 0s\n  max_rows: 0\n  max_bytes: -1\n  commit_concurrency: -2\nsnapshot:\n  chunk_rows: 0\n  workers: 65\n", []string{
 			`line 2: epoch.interval must be positive (got 0s)`,
 			`line 3: epoch.max_rows must be a positive number of row changes (got 0), e.g. max_rows: 200000`,
 			`line 4: epoch.max_bytes must be a positive size (got -1), e.g. max_bytes: 128MiB`,
 			`line 5: epoch.commit_concurrency must be a positive number of tables committed in parallel (got -2)`,
-			`line 7: snapshot.batch_rows must be a positive number of rows (got 0)`}},
+			`line 7: snapshot.chunk_rows must be a positive number of rows (got 0)`,
+			`line 8: snapshot.workers must be between 1 and 64 (got 65)`}},
 		{"maintenance not positive", "maintenance:\n  every_epochs: 0\n  compaction:\n    delete_files: 0\n    delete_ratio: 1.5\n    small_files: 1\n" +
 			"    small_file_size: 0\n    target_file_size: 0\n    max_bytes: 0\n    max_manifests: 1\n  snapshots:\n    max_age: 0s\n    min_keep: 0\n" +
 			"  orphans:\n    min_age: -1s\n    interval: 0s\n", []string{

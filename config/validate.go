@@ -127,8 +127,11 @@ func (c *Config) Validate() error {
 	if e.CommitConcurrency <= 0 {
 		p.add("epoch.commit_concurrency", "epoch.commit_concurrency must be a positive number of tables committed in parallel (got %d), e.g. commit_concurrency: 4", e.CommitConcurrency)
 	}
-	if c.Snapshot.BatchRows <= 0 {
-		p.add("snapshot.batch_rows", "snapshot.batch_rows must be a positive number of rows (got %d), e.g. batch_rows: 50000", c.Snapshot.BatchRows)
+	if c.Snapshot.ChunkRows <= 0 {
+		p.add("snapshot.chunk_rows", "snapshot.chunk_rows must be a positive number of rows (got %d), e.g. chunk_rows: 20000", c.Snapshot.ChunkRows)
+	}
+	if c.Snapshot.Workers <= 0 || c.Snapshot.Workers > 64 {
+		p.add("snapshot.workers", "snapshot.workers must be between 1 and 64 (got %d), e.g. workers: 2", c.Snapshot.Workers)
 	}
 
 	p.maintenance()

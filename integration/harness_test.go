@@ -283,7 +283,7 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if ok && coversAll(e.t, ck.Pos, target) {
+		if ok && coversAll(e.t, ck.Pos, target) && !copying(e.t, lk, e.cfg.Pipeline) {
 			return
 		}
 		if p != nil && p.exited() {
@@ -298,6 +298,30 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// copying reports whether the initial copy of some table of the pipeline
+// is still running.
+func copying(t *testing.T, lk *lake.Lake, pipeline string) bool {
+	t.Helper()
+	ids, err := lk.ListTables(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		tbl, err := lk.LoadTable(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := lake.CommittedBy(tbl, pipeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Copy != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func coversAll(t *testing.T, pos cdcsync.Position, target string) bool {

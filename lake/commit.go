@@ -20,6 +20,8 @@ type Committed struct {
 	Epoch int64
 	Pos   cdcsync.Position
 	Found bool // false when the pipeline never committed to the table
+	// Copy is the progress of the table's initial copy, when one runs.
+	Copy *cdcsync.CopyState
 }
 
 // Committed walks the table's snapshot lineage from the current snapshot and
@@ -42,7 +44,15 @@ func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 			if err != nil {
 				return Committed{}, fmt.Errorf("snapshot %d of %s: %w", s.SnapshotID, strings.Join(tbl.Identifier(), "."), err)
 			}
-			return Committed{Epoch: epoch, Pos: pos, Found: true}, nil
+			c := Committed{Epoch: epoch, Pos: pos, Found: true}
+			if after, ok := props[SummaryCopyAfter]; ok {
+				rows, err := strconv.ParseInt(props[SummaryCopyRows], 10, 64)
+				if err != nil {
+					return Committed{}, fmt.Errorf("snapshot %d of %s has a malformed %s %q", s.SnapshotID, strings.Join(tbl.Identifier(), "."), SummaryCopyRows, props[SummaryCopyRows])
+				}
+				c.Copy = &cdcsync.CopyState{After: after, Rows: rows}
+			}
+			return c, nil
 		}
 		if s.ParentSnapshotID == nil {
 			break
@@ -59,11 +69,55 @@ type Epoch struct {
 }
 
 func (t *Table) summary(e Epoch) iceberg.Properties {
-	return iceberg.Properties{
+	p := iceberg.Properties{
 		SummaryPipeline: t.pipeline,
 		SummaryEpoch:    strconv.FormatInt(e.Number, 10),
 		SummaryPosition: e.Pos.Encode(),
 	}
+	if c := t.copying; c != nil && !c.Done {
+		p[SummaryCopyAfter] = c.After
+		p[SummaryCopyRows] = strconv.FormatInt(c.Rows, 10)
+	}
+	return p
+}
+
+// Copying returns the progress of the table's initial copy as last
+// committed, or nil when no copy runs.
+func (t *Table) Copying() *cdcsync.CopyState { return t.copying }
+
+// StartCopy empties the table at the epoch's position and records a fresh
+// initial copy (and drops a recopy mark), in one commit.
+func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
+	ctx = t.scope(ctx)
+	prev := t.copying
+	t.copying = &cdcsync.CopyState{}
+	base := t.tbl
+	tx := base.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		t.copying = prev
+		return fmt.Errorf("%s: %w", t.ID, err)
+	}
+	if _, ok := t.NeedsRecopy(); ok {
+		if err := tx.RemoveProperties([]string{PropRecopy}); err != nil {
+			t.copying = prev
+			return fmt.Errorf("%s: %w", t.ID, err)
+		}
+	}
+	if base.CurrentSnapshot() != nil {
+		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e)); err != nil {
+			t.copying = prev
+			return fmt.Errorf("empty %s for its copy: %w", t.ID, err)
+		}
+	}
+	if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
+		t.copying = prev
+		return fmt.Errorf("record the start of the copy of %s: %w", t.ID, err)
+	}
+	if err := t.finish(ctx, tx, e, base); err != nil {
+		t.copying = prev
+		return err
+	}
+	return nil
 }
 
 // ErrConflict reports that another writer changed the table under cdcsync.
@@ -80,15 +134,38 @@ var ErrConflict = errors.New("another writer committed to the table")
 // reloaded table and returns a retryable error, so the retry commits on top;
 // if another writer committed anything else, it returns an error wrapping
 // ErrConflict; otherwise the error is retryable.
-func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row) error {
+//
+// copying, when set, is the table's initial-copy progress to record with the
+// commit (Done: the commit completes the copy and records none).
+func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
 	ctx = t.scope(ctx)
-	if len(deletes) == 0 && len(rows) == 0 {
+	if len(deletes) == 0 && len(rows) == 0 && copying == nil {
 		return nil
 	}
+	prev := t.copying
+	t.copying = copying
+	err := t.commit(ctx, e, deletes, rows)
+	if err != nil {
+		t.copying = prev
+	}
+	if t.copying != nil && t.copying.Done {
+		t.copying = nil
+	}
+	return err
+}
+
+func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row) error {
 	base := t.tbl
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return fmt.Errorf("%s: %w", t.ID, err)
+	}
+	if len(deletes) == 0 && len(rows) == 0 {
+		// Only the copy's progress (an empty chunk, the end of the copy).
+		if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
+			return fmt.Errorf("record the copy progress of %s: %w", t.ID, err)
+		}
+		return t.finish(ctx, tx, e, base)
 	}
 	rd := tx.NewRowDelta(t.summary(e))
 	if len(rows) > 0 {
@@ -109,77 +186,6 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
 	}
 	return t.finish(ctx, tx, e, base)
-}
-
-// CopyInto writes the initial copy of the table, whose rows fill() streams
-// through add, and commits it as one snapshot at epoch e. Rows already in the
-// table (from a copy that crashed before the pipeline's first checkpoint) are
-// replaced in the same commit.
-func (t *Table) CopyInto(ctx context.Context, e Epoch, batchRows int, fill func(add func(cdcsync.Row) error) error) (int64, error) {
-	ctx = t.scope(ctx)
-	base := t.tbl
-	tx := base.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return 0, fmt.Errorf("%s: %w", t.ID, err)
-	}
-	if base.CurrentSnapshot() != nil {
-		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, nil); err != nil {
-			return 0, fmt.Errorf("clear the earlier partial copy of %s: %w", t.ID, err)
-		}
-	}
-	batches := make(chan arrow.RecordBatch, 1)
-	fillErr := make(chan error, 1)
-	var n int64
-	go func() {
-		defer close(batches)
-		bb := newBatchBuilder(t.dataOut)
-		defer bb.release()
-		err := fill(func(r cdcsync.Row) error {
-			if err := bb.add(r); err != nil {
-				return fmt.Errorf("%s: %w", t.ID, err)
-			}
-			n++
-			if bb.n >= batchRows {
-				select {
-				case batches <- bb.flush():
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return nil
-		})
-		if err == nil && bb.n > 0 {
-			batches <- bb.flush()
-		}
-		fillErr <- err
-	}()
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for b := range batches {
-			if !yield(b, nil) {
-				b.Release()
-				break
-			}
-		}
-	}
-	files, werr := t.writeData(ctx, base, seq)
-	for range batches { // let the producer finish if the writer stopped early
-	}
-	if err := <-fillErr; err != nil {
-		return 0, err
-	}
-	if werr != nil {
-		return 0, werr
-	}
-	if len(files) > 0 {
-		if err := tx.NewRowDelta(t.summary(e)).AddRows(files...).Commit(ctx); err != nil {
-			return 0, fmt.Errorf("stage the copy of %s: %w", t.ID, err)
-		}
-	} else if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
-		// An empty table still records the position it was copied at, so a
-		// restart does not copy it again.
-		return 0, fmt.Errorf("record the empty copy of %s: %w", t.ID, err)
-	}
-	return n, t.finish(ctx, tx, e, base)
 }
 
 func (t *Table) writeData(ctx context.Context, base *table.Table, batches iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {

@@ -744,8 +744,8 @@ func convertValue(v any, k cdcsync.Kind) any {
 // Iceberg schema is evolved to ts, the MySQL schema as information_schema
 // shows it now (a column whose type cannot be promoted is dropped and added
 // again, under a new field id, so old snapshots still read their values).
-// The copy itself (CopyInto) replaces the rows; FinishRecopy then removes
-// the mark.
+// StartCopy then empties the table and removes the mark, and the copy
+// refills it.
 func (l *Lake) PrepareRecopy(ctx context.Context, t *Table, ts *cdcsync.TableSchema) (*Table, error) {
 	ctx = l.Scope(ctx)
 	cur := t.tbl.Schema()
@@ -783,12 +783,15 @@ func (l *Lake) PrepareRecopy(ctx context.Context, t *Table, ts *cdcsync.TableSch
 	return nt, nil
 }
 
-// FinishRecopy removes the mark of a table copied again.
-func (t *Table) FinishRecopy(ctx context.Context, e Epoch) error {
-	if _, ok := t.NeedsRecopy(); !ok {
-		return nil
+// MarkRecopy marks the table to be copied afresh when cdcsync next starts
+// (`cdcsync resync --offline`); a table cdcsync stopped mirroring is
+// mirrored again that way, so its stop mark goes.
+func (t *Table) MarkRecopy(ctx context.Context, reason string) error {
+	var remove []string
+	if _, ok := t.Stopped(); ok {
+		remove = append(remove, PropStopped)
 	}
-	return t.setProps(ctx, e, nil, []string{PropRecopy})
+	return t.setProps(ctx, Epoch{}, iceberg.Properties{PropRecopy: reason}, remove)
 }
 
 // Logger is the lake's logger.

@@ -44,7 +44,7 @@ func TestEvolve(t *testing.T) {
 	}
 	rows := []cdcsync.Row{{int64(1), "a1", "b1", int32(10)}, {int64(2), "a2", nil, int32(20)}}
 	deletes := []cdcsync.Row{{int64(1), nil, nil, nil}, {int64(2), nil, nil, nil}}
-	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, deletes, rows); err != nil {
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, deletes, rows, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap0 := tb.Iceberg().CurrentSnapshot().SnapshotID
@@ -96,7 +96,7 @@ func TestEvolve(t *testing.T) {
 	}
 	// Later commits use the new schema.
 	if err := tb.Commit(ctx, Epoch{Number: 3, Pos: pos(3)}, []cdcsync.Row{{int64(3), nil, nil, nil, nil}},
-		[]cdcsync.Row{{int64(3), int32(1), "x", "y", int64(1) << 40}}); err != nil {
+		[]cdcsync.Row{{int64(3), int32(1), "x", "y", int64(1) << 40}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A reopen gives the recorded schema and position.

@@ -36,6 +36,11 @@ const (
 	SummaryPipeline = "cdcsync.pipeline"
 	SummaryEpoch    = "cdcsync.epoch"
 	SummaryPosition = "cdcsync.position"
+	// While a table's initial copy runs, every commit also records its
+	// progress: the bound after the last chunk committed, and the rows
+	// copied. A commit without them ends the copy.
+	SummaryCopyAfter = "cdcsync.copy-after"
+	SummaryCopyRows  = "cdcsync.copy-rows"
 )
 
 // Lake is an open catalog plus the warehouse it writes to.

@@ -122,7 +122,7 @@ func (e *kvEnv) commit(tb *Table, set []int64, v string, del []int64) {
 	}
 	e.epoch++
 	d, r := e.change(set, v, del)
-	if err := tb.Commit(context.Background(), Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r); err != nil {
+	if err := tb.Commit(context.Background(), Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err != nil {
 		e.t.Fatalf("commit epoch %d: %v", e.epoch, err)
 	}
 	e.apply(set, v, del)
@@ -341,11 +341,11 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 		// replace): the first attempt reloads, the retry succeeds.
 		d, r := e.change([]int64{3}, "again", nil)
 		e.epoch++
-		err = daemon.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r)
+		err = daemon.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
 		if err == nil || errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "rewrote files") {
 			t.Fatalf("commit over a rewrite: %v, want a retryable error", err)
 		}
-		if err := daemon.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r); err != nil {
+		if err := daemon.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err != nil {
 			t.Fatalf("retry over a rewrite: %v", err)
 		}
 		e.apply([]int64{3}, "again", nil)
@@ -433,12 +433,12 @@ func TestCommitAfterForeignWriters(t *testing.T) {
 		}
 		d, r := e.change([]int64{1, 2}, "x", nil)
 		e.epoch++
-		err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r)
+		err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
 		if err == nil || errors.Is(err, ErrConflict) {
 			t.Fatalf("first attempt: %v", err)
 		}
 		t.Logf("first attempt: %v", err)
-		if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r); err != nil {
+		if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err != nil {
 			t.Fatal(err)
 		}
 		e.apply([]int64{1, 2}, "x", nil)
@@ -451,11 +451,11 @@ func TestCommitAfterForeignWriters(t *testing.T) {
 		e := newKV(t, "p")
 		e.commit(nil, keys(1, 30), "copy", nil)
 		other := e.second("q")
-		if err := other.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, []cdcsync.Row{{int64(99), "q"}}); err != nil {
+		if err := other.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, []cdcsync.Row{{int64(99), "q"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		d, r := e.change([]int64{1}, "x", nil)
-		err := e.tbl.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, d, r)
+		err := e.tbl.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, d, r, nil)
 		if !errors.Is(err, ErrConflict) {
 			t.Fatalf("commit after another pipeline's commit: %v, want ErrConflict", err)
 		}
@@ -656,7 +656,7 @@ func TestMaintainSharesTheBudget(t *testing.T) {
 	for _, tb := range []*Table{e.tbl, t2} {
 		for i := int64(1); i <= 3; i++ {
 			d, r := e.change(keys(1, 20), fmt.Sprint("v", i), nil)
-			if err := tb.Commit(ctx, Epoch{Number: i, Pos: pos(i)}, d, r); err != nil {
+			if err := tb.Commit(ctx, Epoch{Number: i, Pos: pos(i)}, d, r, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -29,6 +29,9 @@ type Table struct {
 	eqIDs    []int
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
+	// copying is the progress of the table's initial copy, recorded with
+	// every commit while it runs; nil when no copy runs.
+	copying *cdcsync.CopyState
 
 	// BeforeCommit, when set, runs after the files are written and before
 	// the catalog commit; tests use it to crash in that window.
@@ -263,8 +266,12 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
+	c, err := committedIn(tbl, l.cfg.Pipeline)
+	if err != nil {
+		return nil, err
+	}
 	return &Table{ID: ts.ID, Ident: ident, Schema: ts, tbl: tbl, scope: l.Scope, pipeline: l.cfg.Pipeline,
-		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs}, nil
+		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs, copying: c.Copy}, nil
 }
 
 // rowLayout maps an Arrow schema derived from the Iceberg schema to the

@@ -503,7 +503,7 @@ func BenchmarkCommit(b *testing.B) {
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
 		pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", i+1)}
-		if err := t.Commit(ctx, Epoch{Number: int64(i + 1), Pos: pos}, rows, rows); err != nil {
+		if err := t.Commit(ctx, Epoch{Number: int64(i + 1), Pos: pos}, rows, rows, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

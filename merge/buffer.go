@@ -165,6 +165,23 @@ func (b *tableBuffer) apply(c *cdcsync.Change) error {
 	return nil
 }
 
+// load adds a row of the initial copy. needDelete says whether the key may
+// already be in the table (the stream wrote it since the copy began); only
+// then does the row need an equality delete. A key the epoch already holds
+// keeps its first image.
+func (b *tableBuffer) load(row cdcsync.Row, needDelete bool) error {
+	var first cdcsync.Row
+	if needDelete {
+		first = row
+	}
+	e, err := b.touch(row, first)
+	if err != nil {
+		return err
+	}
+	e.final = row
+	return nil
+}
+
 // sameKey reports whether two rows have the same primary key (the same
 // encoding), checking both rows as key would.
 func (b *tableBuffer) sameKey(x, y cdcsync.Row) (bool, error) {
@@ -183,14 +200,19 @@ func (b *tableBuffer) sameKey(x, y cdcsync.Row) (bool, error) {
 // output returns the equality-delete rows (one per touched key) and the
 // final rows to insert.
 func (b *tableBuffer) output() (deletes, rows []cdcsync.Row) {
-	deletes = make([]cdcsync.Row, 0, b.n)
-	live := 0
+	live, dead := 0, 0
 	for _, c := range b.chunks {
 		for i := range c {
 			if c[i].final != nil {
 				live++
 			}
+			if c[i].first != nil {
+				dead++
+			}
 		}
+	}
+	if dead > 0 {
+		deletes = make([]cdcsync.Row, 0, dead)
 	}
 	if live > 0 {
 		rows = make([]cdcsync.Row, 0, live)
@@ -198,7 +220,9 @@ func (b *tableBuffer) output() (deletes, rows []cdcsync.Row) {
 	for _, c := range b.chunks {
 		for i := range c {
 			e := &c[i]
-			deletes = append(deletes, e.first)
+			if e.first != nil { // nil: a copied row whose key the table cannot hold yet
+				deletes = append(deletes, e.first)
+			}
 			if e.final != nil {
 				rows = append(rows, e.final)
 			}
@@ -231,10 +255,17 @@ func (b *tableBuffer) key(row cdcsync.Row) (string, error) {
 
 // appendKey appends the encoding of row's primary key (see key) to buf.
 func (b *tableBuffer) appendKey(buf []byte, row cdcsync.Row) ([]byte, error) {
-	if len(row) != len(b.schema.Columns) {
-		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", b.schema.ID, len(row), len(b.schema.Columns))
+	return appendKey(b.schema, buf, row)
+}
+
+// appendKey appends the encoding of row's primary key under schema s to buf:
+// each value is tagged with its type and strings are length-prefixed, so
+// distinct keys never share an encoding.
+func appendKey(s *cdcsync.TableSchema, buf []byte, row cdcsync.Row) ([]byte, error) {
+	if len(row) != len(s.Columns) {
+		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", s.ID, len(row), len(s.Columns))
 	}
-	for _, i := range b.schema.PrimaryKey {
+	for _, i := range s.PrimaryKey {
 		switch v := row[i].(type) {
 		case int32:
 			buf = append(buf, 'i')
@@ -263,9 +294,9 @@ func (b *tableBuffer) appendKey(buf []byte, row cdcsync.Row) ([]byte, error) {
 				buf = append(buf, 'F')
 			}
 		case nil:
-			return nil, fmt.Errorf("primary key column %s of %s is NULL", b.schema.Columns[i].Name, b.schema.ID)
+			return nil, fmt.Errorf("primary key column %s of %s is NULL", s.Columns[i].Name, s.ID)
 		default:
-			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", b.schema.Columns[i].Name, b.schema.ID, v, v)
+			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", s.Columns[i].Name, s.ID, v, v)
 		}
 	}
 	return buf, nil
@@ -278,6 +309,7 @@ type Buffer struct {
 	Rows    int // row changes applied
 	Bytes   int // approximate bytes of the applied transactions
 	Txns    int
+	Loaded  int              // rows of the initial copy loaded (see Load)
 	End     cdcsync.Position // position after the last transaction applied or passed
 	First   time.Time        // MySQL commit time of the epoch's first transaction
 }
@@ -295,14 +327,9 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 		if skip != nil && skip(c.Table) {
 			continue
 		}
-		tb := b.tables[c.Table]
-		if tb == nil {
-			s := b.schemas(c.Table)
-			if s == nil {
-				return fmt.Errorf("change to %s, which is not a selected table", c.Table)
-			}
-			tb = newTableBuffer(s)
-			b.tables[c.Table] = tb
+		tb, err := b.table(c.Table)
+		if err != nil {
+			return err
 		}
 		if err := tb.apply(c); err != nil {
 			return err
@@ -316,6 +343,42 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 	b.Txns++
 	b.End = t.Pos
 	return nil
+}
+
+// Load adds rows of a table's initial copy at position pos, the position
+// of the last transaction read. needDelete(row) says whether a row needs an
+// equality delete (see tableBuffer.load).
+func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdcsync.Position, needDelete func(cdcsync.Row) bool) error {
+	tb, err := b.table(id)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := tb.load(r, needDelete(r)); err != nil {
+			return err
+		}
+	}
+	b.Rows += len(rows)
+	b.Loaded += len(rows)
+	b.Bytes += bytes
+	b.End = pos
+	return nil
+}
+
+// Empty reports whether the epoch holds nothing to commit.
+func (b *Buffer) Empty() bool { return b.Txns == 0 && len(b.tables) == 0 }
+
+func (b *Buffer) table(id cdcsync.TableID) (*tableBuffer, error) {
+	tb := b.tables[id]
+	if tb == nil {
+		s := b.schemas(id)
+		if s == nil {
+			return nil, fmt.Errorf("change to %s, which is not a selected table", id)
+		}
+		tb = newTableBuffer(s)
+		b.tables[id] = tb
+	}
+	return tb, nil
 }
 
 // Tables returns the tables with changes in the epoch.

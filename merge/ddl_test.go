@@ -19,8 +19,9 @@ type ddlSink struct {
 	restart bool
 }
 
-func (s *ddlSink) Commit(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {
-	if err := s.memSink.Commit(ctx, id, epoch, pos, deletes, rows); err != nil {
+func (s *ddlSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+	epoch, rows := d.Epoch, d.Rows
+	if err := s.memSink.Commit(ctx, id, d); err != nil {
 		return err
 	}
 	s.mu.Lock()

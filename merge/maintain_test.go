@@ -23,11 +23,11 @@ type maintSink struct {
 	block    chan struct{} // when set, Maintain waits for it or for ctx
 }
 
-func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, d, r []cdcsync.Row) error {
+func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
 	if s.running.Load() {
 		s.overlaps.Add(1)
 	}
-	return s.memSink.Commit(ctx, id, epoch, pos, d, r)
+	return s.memSink.Commit(ctx, id, d)
 }
 
 func (s *maintSink) Maintain(ctx context.Context, epoch int64, tables []cdcsync.TableID) error {

@@ -20,7 +20,7 @@ type Sink interface {
 	// Commit commits one table's share of an epoch atomically. It must be
 	// idempotent for the same (table, epoch): a retry after an uncertain
 	// failure must not apply the epoch twice.
-	Commit(ctx context.Context, table cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error
+	Commit(ctx context.Context, table cdcsync.TableID, d Delta) error
 	// SaveCheckpoint records that every table is committed up to pos.
 	SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error
 }
@@ -45,6 +45,20 @@ type Maintainer interface {
 // change was applied and the session must restart (to copy a table again).
 type DDLSink interface {
 	ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, change *cdcsync.SchemaChange) error
+}
+
+// Delta is one table's share of an epoch.
+type Delta struct {
+	Epoch int64
+	Pos   cdcsync.Position // the position the table is at once committed
+	// Deletes are equality deletes on the primary key (each row carries the
+	// key and the partition source columns of the image it deletes).
+	Deletes []cdcsync.Row
+	Rows    []cdcsync.Row // rows to insert
+	// Copy is the table's initial-copy progress while the copy runs (and on
+	// the commit that completes it, with Done set); nil otherwise. It must be
+	// committed with the rows.
+	Copy *cdcsync.CopyState
 }
 
 // ErrRestart is wrapped by a DDLSink error that asks for a new session.
@@ -80,6 +94,8 @@ type Options struct {
 	// Fault, when set, is called at named points of the protocol so tests can
 	// kill the process there. Never set in production.
 	Fault func(point string)
+	// Copy configures the initial copy of the tables that have a CopyState.
+	Copy CopyOptions
 }
 
 // Pipeline turns a stream of transactions into epoch commits.
@@ -98,9 +114,20 @@ type Pipeline struct {
 	maintCancel context.CancelFunc // cancels the running Maintain
 	stopping    bool               // Run is committing its last epoch: start no maintenance
 
+	// The initial copies (copy.go); owned by Run's goroutine.
+	copier    *copier
+	copies    map[cdcsync.TableID]*copyTable
+	copyCtx   context.Context
+	pos       cdcsync.Position // position after the last transaction read
+	readPos   cdcsync.Position // how far the binlog is read: pos, or a later progress marker
+	copyEnded bool             // a copy's last chunk was merged into the open epoch
+	seq       uint64           // transactions read
+	done      chan struct{}    // closed when Run returns
+
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
 	pending   time.Time        // MySQL commit time of the oldest transaction read but not committed
+	progress  map[cdcsync.TableID]*CopyProgress
 }
 
 // Table is a selected table and, when it already holds data, the position
@@ -108,6 +135,12 @@ type Pipeline struct {
 type Table struct {
 	Schema    *cdcsync.TableSchema
 	Committed cdcsync.Position
+	// Copy is the progress of the table's initial copy when one runs (nil:
+	// the table only streams).
+	Copy *cdcsync.CopyState
+	// CopyClean says the copy began in this session, before the stream
+	// wrote any of its keys.
+	CopyClean bool
 }
 
 // New returns a pipeline that starts numbering epochs at firstEpoch. start is
@@ -127,11 +160,16 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 	}
 	p := &Pipeline{sink: sink, schemas: map[cdcsync.TableID]*cdcsync.TableSchema{}, skip: map[cdcsync.TableID]cdcsync.Position{},
 		stopped:   map[cdcsync.TableID]bool{},
-		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m}
+		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
+		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
+		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}}
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
 		if !t.Committed.IsZero() {
 			p.skip[t.Schema.ID] = t.Committed
+		}
+		if t.Copy != nil {
+			p.addCopy(t.Schema.ID, *t.Copy, t.CopyClean)
 		}
 	}
 	return p
@@ -160,12 +198,43 @@ func (p *Pipeline) Lag() time.Duration {
 // holds only whole transactions, with a fresh deadline so a shutdown signal
 // does not abandon it half-way. It returns the first error that stopped it.
 func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
+	defer close(p.done)
 	defer p.stopMaintenance()
+	copyCtx, stopCopies := context.WithCancel(ctx)
+	p.copyCtx = copyCtx
+	defer p.copier.wg.Wait()
+	defer stopCopies()
+	p.startCopies(copyCtx)
 	var (
 		buf   *Buffer
 		timer *time.Timer
 		tick  <-chan time.Time
 	)
+	// open returns the open epoch, starting one when none is open; first is
+	// the MySQL commit time of what starts it.
+	open := func(first time.Time) *Buffer {
+		if buf == nil {
+			buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] })
+			timer = time.NewTimer(p.opts.Interval)
+			tick = timer.C
+			p.mu.Lock()
+			p.pending = first
+			p.mu.Unlock()
+		}
+		return buf
+	}
+	// full also seals the epoch that completes a copy, so the copy ends
+	// (and /readyz turns) without waiting out the interval.
+	full := func() bool {
+		if buf == nil {
+			return false
+		}
+		if p.copyEnded {
+			p.copyEnded = false
+			return true
+		}
+		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
+	}
 	seal := func(cctx context.Context) error {
 		if timer != nil {
 			timer.Stop()
@@ -179,6 +248,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		return p.commit(cctx, b)
 	}
 	finish := func(cause error) error {
+		stopCopies()
 		p.stopping = true
 		p.stopMaintenance() // shutting down: do not make the last commit wait for it
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ShutdownTimeout)
@@ -200,6 +270,23 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if !ok {
 				return finish(nil)
 			}
+			if t.Progress {
+				// Only chunks of the initial copy wait for positions.
+				if later, err := t.Pos.Includes(p.readPos); err == nil && later {
+					p.readPos = t.Pos
+				}
+				if len(p.copies) > 0 {
+					if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
+						return finish(err)
+					}
+					if full() {
+						if err := seal(ctx); err != nil {
+							return err
+						}
+					}
+				}
+				continue
+			}
 			if len(t.DDL) > 0 {
 				// A barrier: what came before commits under the old schema.
 				if err := seal(ctx); err != nil {
@@ -209,22 +296,35 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 					return err
 				}
 			}
-			if buf == nil {
-				buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] })
-				timer = time.NewTimer(p.opts.Interval)
-				tick = timer.C
-				p.mu.Lock()
-				p.pending = t.Time
-				p.mu.Unlock()
-			}
-			if err := p.apply(buf, t); err != nil {
+			if err := p.apply(open(t.Time), t); err != nil {
 				return finish(err)
 			}
-			if buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes {
+			if len(p.copies) > 0 {
+				if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
+					return finish(err)
+				}
+			}
+			if full() {
 				if err := seal(ctx); err != nil {
 					return err
 				}
 			}
+		case req := <-p.copier.opens:
+			p.openWindow(req)
+		case r := <-p.copier.results:
+			p.receive(r)
+			if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
+				return finish(err)
+			}
+			if full() {
+				if err := seal(ctx); err != nil {
+					return err
+				}
+			}
+		case err := <-p.copier.errs:
+			return finish(err)
+		case req := <-p.copier.resyncs:
+			req.reply <- p.resync(ctx, req.id, seal)
 		}
 	}
 }
@@ -268,9 +368,17 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 			return fmt.Errorf("%w: apply the %s change of %s at %s: %w", ErrCommit, ch.Kind, ch.Table, t.Pos, err)
 		}
 		switch ch.Kind {
-		case cdcsync.ChangeSchema:
-			p.schemas[ch.Table] = ch.Schema
+		case cdcsync.ChangeSchema, cdcsync.ChangeTruncate:
+			if ch.Schema != nil {
+				p.schemas[ch.Table] = ch.Schema
+			}
+			p.schemaChanged(ch.Table)
 		case cdcsync.ChangeRename:
+			if p.copies[ch.Table] != nil {
+				// The copy resumes under the new name in the next session.
+				p.cancelCopy(ch.Table)
+				err = fmt.Errorf("%w: %s was renamed to %s during its initial copy", ErrRestart, ch.Table, ch.NewID)
+			}
 			delete(p.schemas, ch.Table)
 			p.schemas[ch.NewID] = ch.Schema
 			delete(p.stopped, ch.NewID)
@@ -279,6 +387,7 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 				p.skip[ch.NewID] = pos
 			}
 		case cdcsync.ChangeStop, cdcsync.ChangeDrop, cdcsync.ChangeRecopy:
+			p.cancelCopy(ch.Table)
 			delete(p.schemas, ch.Table)
 			delete(p.skip, ch.Table)
 			p.stopped[ch.Table] = true
@@ -318,11 +427,19 @@ func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
 		p.m.Transactions.Inc()
 		p.m.ReadLagSeconds.Set(time.Since(t.Time).Seconds())
 	}
-	return buf.Apply(t, func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] })
+	skip := func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] }
+	p.seq++
+	p.pos, p.readPos = t.Pos, t.Pos
+	if len(p.copies) > 0 {
+		if err := p.track(t, skip); err != nil {
+			return err
+		}
+	}
+	return buf.Apply(t, skip)
 }
 
 func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
-	if buf.Txns == 0 {
+	if buf.Empty() {
 		return nil
 	}
 	p.awaitMaintenance()
@@ -336,11 +453,21 @@ func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
 		if i > 0 && p.opts.Fault != nil {
 			p.opts.Fault("between-tables")
 		}
-		deletes, rows := buf.Output(id)
-		g.Go(func() error { return p.commitTable(gctx, id, epoch, buf.End, deletes, rows) })
+		d := Delta{Epoch: epoch, Pos: buf.End}
+		d.Deletes, d.Rows = buf.Output(id)
+		if ct := p.copies[id]; ct != nil {
+			st := ct.state
+			d.Copy = &st
+		}
+		g.Go(func() error { return p.commitTable(gctx, id, d) })
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCommit, err)
+	}
+	for _, id := range tables {
+		if ct := p.copies[id]; ct != nil && ct.state.Done {
+			p.copyDone(ct)
+		}
 	}
 	if len(tables) == 0 && buf.End == p.lastCkpt {
 		p.mu.Lock()
@@ -412,10 +539,11 @@ func (p *Pipeline) stopMaintenance() {
 	p.awaitMaintenance()
 }
 
-func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {
+func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, d Delta) error {
+	epoch := d.Epoch
 	backoff := p.opts.RetryBackoff
 	for attempt := 1; ; attempt++ {
-		err := p.sink.Commit(ctx, id, epoch, pos, deletes, rows)
+		err := p.sink.Commit(ctx, id, d)
 		if err == nil {
 			p.countCommit(id, "ok")
 			return nil

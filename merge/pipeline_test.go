@@ -23,7 +23,8 @@ type memSink struct {
 	attempts    map[string]int
 }
 
-func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, epoch int64, _ cdcsync.Position, _, _ []cdcsync.Row) error {
+func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+	epoch := d.Epoch
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := fmt.Sprintf("%s@%d", id, epoch)

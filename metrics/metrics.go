@@ -12,16 +12,23 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	Rows            *prometheus.CounterVec // row changes read from the binlog, by table and op
-	SnapshotRows    *prometheus.CounterVec // rows copied by the initial snapshot, by table
-	EpochsCommitted prometheus.Counter
-	TableCommits    *prometheus.CounterVec // commits by table and result
-	CommitSeconds   prometheus.Histogram   // time to commit a whole epoch
-	EpochRows       prometheus.Histogram
-	LagSeconds      prometheus.Gauge // now minus the commit time of the last committed transaction
-	LagBytes        prometheus.Gauge // server binlog position minus the committed position, same file only
-	ReadLagSeconds  prometheus.Gauge // now minus the commit time of the last transaction read
-	Transactions    prometheus.Counter
+	Rows         *prometheus.CounterVec // row changes read from the binlog, by table and op
+	SnapshotRows *prometheus.CounterVec // rows copied by the initial snapshot, by table
+
+	// The initial copies running now, by table.
+	CopyTables       prometheus.Gauge     // tables being copied
+	CopyRows         *prometheus.GaugeVec // rows copied, including earlier sessions
+	CopyRowsEstimate *prometheus.GaugeVec // the server's estimate of the table's rows
+	CopyRate         *prometheus.GaugeVec // rows per second this session
+	CopyETA          *prometheus.GaugeVec // seconds left at that rate
+	EpochsCommitted  prometheus.Counter
+	TableCommits     *prometheus.CounterVec // commits by table and result
+	CommitSeconds    prometheus.Histogram   // time to commit a whole epoch
+	EpochRows        prometheus.Histogram
+	LagSeconds       prometheus.Gauge // now minus the commit time of the last committed transaction
+	LagBytes         prometheus.Gauge // server binlog position minus the committed position, same file only
+	ReadLagSeconds   prometheus.Gauge // now minus the commit time of the last transaction read
+	Transactions     prometheus.Counter
 
 	// Table health and maintenance, by table. The table gauges are read from
 	// the current snapshot after every commit of the table.
@@ -140,6 +147,22 @@ func New() *Metrics {
 	m.DeleteFilesCompacted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cdcsync_compaction_removed_delete_files_total", Help: "Delete files dropped by compaction because nothing they apply to is left.",
 	}, table)
+	m.CopyTables = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cdcsync_copy_tables", Help: "Tables whose initial copy is running.",
+	})
+	m.CopyRows = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_copy_rows", Help: "Rows the running initial copy of a table has committed, including earlier sessions.",
+	}, table)
+	m.CopyRowsEstimate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_copy_rows_estimated", Help: "The source server's estimate of the rows of a table being copied.",
+	}, table)
+	m.CopyRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_copy_rows_per_second", Help: "Rows per second the running initial copy of a table reaches in this session.",
+	}, table)
+	m.CopyETA = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_copy_eta_seconds", Help: "Estimated seconds until the initial copy of a table is done.",
+	}, table)
+	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TypePolicyValues,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,16 +13,40 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/metrics"
 )
 
 // serveHTTP serves /metrics, /healthz (the daemon has not given up),
-// /readyz (the initial copy is done and the binlog is being streamed) and
+// /readyz (the initial copies are done and the binlog is being streamed),
+// POST /v1/resync?table=DB.TABLE (copy a table afresh; `cdcsync resync`) and
 // Go's profiles under /debug/pprof/ (go tool pprof
 // http://ADDR/debug/pprof/profile?seconds=30; the bench harness uses them,
 // see docs/performance.md). http.listen defaults to 127.0.0.1 only.
-func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*http.Server, error) {
+func serveHTTP(addr string, m *metrics.Metrics, st *status, resync func(context.Context, cdcsync.TableID) error, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/resync", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "use POST /v1/resync?table=DB.TABLE", http.StatusMethodNotAllowed)
+			return
+		}
+		id, err := parseTableID(r.URL.Query().Get("table"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := resync(r.Context(), id); err != nil {
+			code := http.StatusConflict
+			if errors.Is(err, errNotRunning) {
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		log.Info("resync requested over HTTP", "table", id.String(), "remote", r.RemoteAddr)
+		fmt.Fprintf(w, "copying %s afresh; follow cdcsync_copy_rows{table=%q} in /metrics or the daemon's log\n", id, id.String())
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !st.healthy.Load() {

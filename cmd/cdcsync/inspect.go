@@ -27,13 +27,13 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TABLE\tSOURCE\tEPOCH\tCOMMITTED AT\tDATA FILES\tDELETE FILES\tPOSITION")
+	fmt.Fprintln(w, "TABLE\tSOURCE\tSTATE\tEPOCH\tCOMMITTED AT\tDATA FILES\tDELETE FILES\tPOSITION")
 	for _, id := range ids {
 		t, err := lk.LoadTable(ctx, id)
 		if err != nil {
 			return err
 		}
-		epoch, when, pos, data, dels := "-", "-", "-", "0", "0"
+		epoch, when, pos, data, dels, state := "-", "-", "-", "0", "0", "-"
 		if s := t.CurrentSnapshot(); s != nil {
 			when = time.UnixMilli(s.TimestampMs).UTC().Format(time.RFC3339)
 			if s.Summary != nil {
@@ -42,9 +42,18 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 			}
 		}
 		if c, err := lake.CommittedBy(t, cfg.Pipeline); err == nil && c.Found {
-			epoch, pos = fmt.Sprint(c.Epoch), c.Pos.String()
+			epoch, pos, state = fmt.Sprint(c.Epoch), c.Pos.String(), "streaming"
+			if c.Copy != nil {
+				state = fmt.Sprintf("copying (%d rows)", c.Copy.Rows)
+			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), epoch, when, data, dels, pos)
+		switch props := t.Properties(); {
+		case props[lake.PropStopped] != "":
+			state = "stopped"
+		case props[lake.PropRecopy] != "":
+			state = "marked for a new copy"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), state, epoch, when, data, dels, pos)
 	}
 	return w.Flush()
 }

@@ -20,7 +20,7 @@ import (
 const usage = `cdcsync keeps Apache Iceberg tables in step with MySQL/MariaDB tables by reading the binlog.
 
 Usage:
-  cdcsync run    --config FILE            run the daemon: copy existing rows, then stream every change
+  cdcsync run    --config FILE            run the daemon: stream every change, copying existing rows meanwhile
   cdcsync check  --config FILE            check the source server, the tables, the catalog and the warehouse
   cdcsync tables --config FILE            list the Iceberg tables and their committed binlog positions
   cdcsync cat    --config FILE DB.TABLE [--limit N]
@@ -28,6 +28,10 @@ Usage:
   cdcsync compact --config FILE DB.TABLE [--max-bytes SIZE]
                                           compact a table now: rewrite the data files that carry deletes
                                           or are small, drop dead delete files, merge manifests
+  cdcsync resync --config FILE DB.TABLE [--offline]
+                                          copy a table afresh from MySQL: online, through the running
+                                          daemon (http.listen), while the other tables keep streaming;
+                                          with --offline (or no daemon answering) the next run copies it
   cdcsync help                            show this help
 
 Exit codes: 0 success, 1 failure, 2 bad usage or configuration.
@@ -77,6 +81,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
 			return runCat(ctx, cfg, fs.Arg(0), limit, stdout, stderr)
 		}, func(fs *flag.FlagSet) { fs.Int64Var(&limit, "limit", 20, "rows to print; 0 prints all") })
+	case "resync":
+		var offline bool
+		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
+			return runResync(ctx, cfg, fs.Arg(0), offline, stdout, stderr)
+		}, func(fs *flag.FlagSet) {
+			fs.BoolVar(&offline, "offline", false, "only mark the table; the next `cdcsync run` copies it")
+		})
 	case "compact":
 		var maxBytes config.ByteSize
 		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {

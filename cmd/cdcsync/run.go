@@ -29,12 +29,20 @@ type status struct {
 }
 
 func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
+	bar := newStatusLine(stderr)
+	if bar != nil {
+		stderr = bar
+	}
 	log := newLogger(cfg, stderr)
 	m := metrics.New()
 	st := &status{}
 	st.healthy.Store(true)
+	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log), bar: bar,
+		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
+			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
+		})}
 	if cfg.HTTP.Listen != config.HTTPOff {
-		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, log)
+		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, d.resync, log)
 		if err != nil {
 			return err
 		}
@@ -42,10 +50,6 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name)
-	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log),
-		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
-			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
-		})}
 	backoff := time.Second
 	for {
 		started := time.Now()
@@ -96,11 +100,14 @@ type daemon struct {
 	m     *metrics.Metrics
 	st    *status
 	fault func(string)
+	bar   *statusLine // the terminal's progress line; nil when stderr is not a terminal
 	// values applies the types: policies, on both paths, for the whole
 	// process (it logs the first value it changes per column once).
 	values *capture.ValuePolicy
 
-	streamed atomic.Bool // some session reached streaming
+	streamed  atomic.Bool                    // some session reached streaming
+	streaming atomic.Bool                    // the current session reads the binlog
+	pipe      atomic.Pointer[merge.Pipeline] // the current session's pipeline, for resync requests
 }
 
 // session runs the pipeline once: checks, table setup, initial copy of the
@@ -268,21 +275,26 @@ func (d *daemon) session(ctx context.Context) error {
 	next := max(maxEpoch, ckpt.Epoch) + 1
 	d.m.TablesStopped.Set(float64(nstopped))
 
-	// Tables never copied need an initial copy. Until the pipeline's first
-	// checkpoint exists, every table is copied again: a crash during the first
-	// copy leaves no position that all tables share.
-	var toCopy []cdcsync.TableID
+	// Tables never copied, or marked to be copied again, start a copy; one
+	// that a previous session began resumes it (their commits record its
+	// progress). Until the pipeline's first checkpoint exists, every table
+	// starts afresh: a crash before it leaves no position all tables share.
+	if horizon.IsZero() {
+		return fmt.Errorf("%w: could not read the server's binlog position", capture.ErrDisconnected)
+	}
+	var fresh []cdcsync.TableID
 	for id, c := range committed {
 		if !c.Found || !haveCkpt || recopy[id] {
-			toCopy = append(toCopy, id)
+			fresh = append(fresh, id)
 		}
 	}
-	// A table copied again gets the schema MySQL has now.
+	// A table copied afresh gets the schema MySQL has now.
 	info := map[cdcsync.TableID]*cdcsync.TableSchema{}
 	for _, s := range schemas {
 		info[s.ID] = s
 	}
-	for _, id := range toCopy {
+	clean := map[cdcsync.TableID]bool{}
+	for _, id := range fresh {
 		if s := info[id]; s != nil && !recopy[id] && !capture.SameSchema(tables[id].Schema, s) {
 			t, err := lk.PrepareRecopy(ctx, tables[id], s)
 			if err != nil {
@@ -291,40 +303,43 @@ func (d *daemon) session(ctx context.Context) error {
 			t.BeforeCommit = tables[id].BeforeCommit
 			tables[id] = t
 		}
+		// The copy starts at the position read before the tables were
+		// listed: the stream applies the table's changes after it, the
+		// chunks show everything before.
+		if err := tables[id].StartCopy(ctx, lake.Epoch{Number: next, Pos: horizon}); err != nil {
+			return exitError{1, err}
+		}
+		committed[id] = lake.Committed{Epoch: next, Pos: horizon, Found: true, Copy: &cdcsync.CopyState{}}
+		clean[id] = true
 	}
 	start := ckpt.Pos
-	if len(toCopy) > 0 {
-		pos, err := d.copyTables(ctx, flavor, serverUUID, tables, toCopy, next)
-		if err != nil {
-			return err
+	if !haveCkpt {
+		if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: horizon, Time: time.Now()}); err != nil {
+			return exitError{1, err}
 		}
-		for _, id := range toCopy {
-			committed[id] = lake.Committed{Epoch: next, Pos: pos, Found: true}
-			if recopy[id] {
-				if err := tables[id].FinishRecopy(ctx, lake.Epoch{Number: next, Pos: pos}); err != nil {
-					return exitError{1, err}
-				}
-			}
-		}
-		if !haveCkpt {
-			if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: pos, Time: time.Now()}); err != nil {
-				return exitError{1, err}
-			}
-			start = pos
-		}
+		start = horizon
+	}
+	if len(fresh) > 0 || !haveCkpt {
 		next++
 	}
 	if start.IsZero() {
 		return exitError{1, errors.New("no binlog position to start from: the pipeline has no checkpoint and selects no table; check source.include")}
 	}
 
+	for id, c := range committed {
+		if c.Copy != nil && !clean[id] {
+			log.Info("resuming the initial copy after its last committed chunk", "table", id.String(), "rows", c.Copy.Rows)
+		} else if c.Copy != nil {
+			log.Info("initial copy starting", "table", id.String(), "position", horizon.String())
+		}
+	}
 	var ptables []merge.Table
 	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
 	cmap := map[cdcsync.TableID]cdcsync.Position{}
 	spos := map[cdcsync.TableID]cdcsync.Position{}
 	var shadows []capture.ShadowAt
 	for id, t := range tables {
-		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos})
+		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos, Copy: committed[id].Copy, CopyClean: clean[id]})
 		smap[id] = t.Schema
 		cmap[id] = committed[id].Pos
 		spos[id] = t.SchemaPos()
@@ -340,13 +355,22 @@ func (d *daemon) session(ctx context.Context) error {
 	for id := range tables {
 		sink.observe(id)
 	}
+	chunks := capture.NewChunkReader(&cfg.Source, flavor, serverUUID, d.values, cfg.Snapshot.Workers)
+	defer chunks.Close()
 	pipe := merge.New(sink, ptables, next, start, merge.Options{
 		Interval:          cfg.Epoch.Interval.Duration,
 		MaxRows:           cfg.Epoch.MaxRows,
 		MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
 		CommitConcurrency: cfg.Epoch.CommitConcurrency,
 		Fault:             d.fault,
+		Copy: merge.CopyOptions{
+			Source:    chunkSource{chunks},
+			ChunkRows: cfg.Snapshot.ChunkRows,
+			Workers:   cfg.Snapshot.Workers,
+		},
 	}, log, d.m)
+	d.pipe.Store(pipe)
+	defer d.pipe.Store(nil)
 
 	log.Info("streaming the binlog", "from", start.String(), "epoch", next)
 	txns := make(chan *cdcsync.Txn, 64)
@@ -355,7 +379,8 @@ func (d *daemon) session(ctx context.Context) error {
 	defer stopStream()
 	g.Go(func() error {
 		defer close(txns)
-		d.st.ready.Store(true)
+		d.streaming.Store(true)
+		defer d.streaming.Store(false)
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
 			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
@@ -370,44 +395,12 @@ func (d *daemon) session(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { return d.watchLag(gctx, lk, pipe) })
+	g.Go(func() error { d.watchCopies(gctx, pipe); return nil })
 	err = g.Wait()
 	if ctx.Err() != nil && err == nil {
 		return ctx.Err()
 	}
 	return err
-}
-
-// copyTables copies the given tables in one consistent snapshot and returns
-// its binlog position.
-func (d *daemon) copyTables(ctx context.Context, flavor, serverUUID string, tables map[cdcsync.TableID]*lake.Table, ids []cdcsync.TableID, epoch int64) (cdcsync.Position, error) {
-	snap, err := capture.BeginSnapshot(ctx, &d.cfg.Source, flavor, serverUUID)
-	if err != nil {
-		return cdcsync.Position{}, err
-	}
-	defer snap.Close()
-	snap.Values = d.values
-	pos := snap.Position()
-	// A DDL statement between the preflight's read of information_schema
-	// and the snapshot would make the copy use the wrong columns (one that
-	// comes after the snapshot makes its SELECT fail): check that the
-	// tables still have the schema the copy uses.
-	if err := capture.SameSchemas(ctx, &d.cfg.Source, ids, func(id cdcsync.TableID) *cdcsync.TableSchema { return tables[id].Schema }); err != nil {
-		return cdcsync.Position{}, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	d.log.Info("initial copy starting", "tables", len(ids), "position", pos.String())
-	for _, id := range ids {
-		t := tables[id]
-		began := time.Now()
-		n, err := t.CopyInto(ctx, lake.Epoch{Number: epoch, Pos: pos}, d.cfg.Snapshot.BatchRows, func(add func(cdcsync.Row) error) error {
-			return snap.Copy(ctx, t.Schema, add)
-		})
-		if err != nil {
-			return cdcsync.Position{}, fmt.Errorf("initial copy of %s: %w", id, err)
-		}
-		d.m.SnapshotRows.WithLabelValues(id.String()).Add(float64(n))
-		d.log.Info("initial copy committed", "table", id.String(), "rows", n, "seconds", time.Since(began).Seconds())
-	}
-	return pos, nil
 }
 
 // watchLag updates the lag gauges every few seconds.
@@ -435,8 +428,8 @@ type lakeSink struct {
 	maint  *lake.Maintainer
 }
 
-func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position, deletes, rows []cdcsync.Row) error {
-	err := s.tables[id].Commit(ctx, lake.Epoch{Number: epoch, Pos: pos}, deletes, rows)
+func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta) error {
+	err := s.tables[id].Commit(ctx, lake.Epoch{Number: d.Epoch, Pos: d.Pos}, d.Deletes, d.Rows, d.Copy)
 	if errors.Is(err, lake.ErrConflict) {
 		return merge.Permanent(err)
 	}
@@ -499,6 +492,19 @@ func (s *lakeSink) observe(id cdcsync.TableID) {
 	s.m.TableRecords.WithLabelValues(name).Set(float64(st.Records))
 	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
 	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
+}
+
+// StartCopy empties a table and starts its copy afresh (merge.CopySink).
+func (s *lakeSink) StartCopy(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position) error {
+	t := s.tables[id]
+	if t == nil {
+		return fmt.Errorf("%s has no Iceberg table in this session", id)
+	}
+	err := t.StartCopy(ctx, lake.Epoch{Number: epoch, Pos: pos})
+	if errors.Is(err, lake.ErrConflict) {
+		return merge.Permanent(err)
+	}
+	return err
 }
 
 // ApplyDDL applies one schema change to its Iceberg table (merge.DDLSink).

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/cdcsync/cdcsync/integration/testenv"
+)
+
+// readAmp is the read amplification phase: the full scan of the table with
+// the delete files its upsert epochs left, and again after `cdcsync compact`.
+type readAmp struct {
+	Maintenance    string    `json:"maintenance"`        // how in-process maintenance was set while the epochs were written
+	LoadRate       int       `json:"load_changes_per_s"` // offered rate of the phase's own load (0: none)
+	LoadAchieved   float64   `json:"load_achieved_changes_per_s"`
+	LoadChanges    int64     `json:"load_row_changes"`
+	LoadSeconds    float64   `json:"load_seconds"`
+	Epochs         int       `json:"epochs"`     // pipeline commits during the phase's load
+	MySQLRows      int64     `json:"mysql_rows"` // SELECT COUNT(*) on the source at the end of the load
+	Before         scanStats `json:"before"`
+	After          scanStats `json:"after"`
+	Ratio          float64   `json:"ratio"` // best scan before / best scan after
+	CompactSeconds float64   `json:"compact_seconds"`
+	CompactOutput  string    `json:"compact_output"`
+	Note           string    `json:"note,omitempty"`  // a row count that does not match
+	Error          string    `json:"error,omitempty"` // the phase failed here
+}
+
+// scanStats describes the table's current snapshot as a scan reads it, and
+// how long the scan took.
+type scanStats struct {
+	DataFiles      int       `json:"data_files"`         // data files the scan plan reads
+	DeleteFiles    int       `json:"delete_files"`       // distinct delete files the scan plan applies
+	EqDeleteFiles  int       `json:"eq_delete_files"`    // of which equality deletes
+	DataRecords    int64     `json:"data_records"`       // rows in those data files, before deletes
+	DeleteRecords  int64     `json:"delete_records"`     // rows in those delete files
+	FilesMiB       float64   `json:"files_mib"`          // data and delete files the scan reads
+	SummaryData    int64     `json:"summary_data_files"` // total-data-files of the snapshot summary
+	SummaryDeletes int64     `json:"summary_delete_files"`
+	PlanSeconds    float64   `json:"plan_seconds"` // PlanFiles alone
+	Rows           int64     `json:"rows"`         // rows the scan returned
+	Seconds        float64   `json:"seconds"`      // best of the scans
+	AllSeconds     []float64 `json:"all_seconds"`
+	CPUSeconds     float64   `json:"cpu_seconds"`  // the harness's CPU during the best scan
+	BaseRSSMiB     float64   `json:"base_rss_mib"` // the harness's RSS before the scans, after returning free memory to the OS
+	PeakRSSMiB     float64   `json:"peak_rss_mib"` // the harness's peak RSS during the scans (VmHWM after clear_refs), 0 if unknown
+	SnapshotID     int64     `json:"snapshot_id"`
+}
+
+// tableFiles plans a scan of the table's current snapshot and counts what
+// it would read.
+func (w *lakeWatcher) tableFiles(ctx context.Context) (scanStats, error) {
+	var st scanStats
+	ctx = w.lk.Scope(ctx)
+	tbl, err := w.lk.LoadTable(ctx, w.lk.Identifier(benchDB, benchTable))
+	if err != nil {
+		return st, err
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return st, nil
+	}
+	st.SnapshotID = snap.SnapshotID
+	if snap.Summary != nil {
+		n := func(k string) int64 {
+			v, _ := strconv.ParseInt(snap.Summary.Properties[k], 10, 64)
+			return v
+		}
+		st.SummaryData, st.SummaryDeletes = n("total-data-files"), n("total-delete-files")
+	}
+	t0 := time.Now()
+	scan := tbl.Scan()
+	tasks, err := scan.PlanFiles(ctx)
+	st.PlanSeconds = time.Since(t0).Seconds()
+	_ = scan.Close()
+	if err != nil {
+		return st, fmt.Errorf("plan a scan of %s.%s: %w", benchDB, benchTable, err)
+	}
+	data := map[string]bool{}
+	dels := map[string]iceberg.DataFile{}
+	var bytes int64
+	for _, tk := range tasks {
+		if p := tk.File.FilePath(); !data[p] {
+			data[p] = true
+			st.DataRecords += tk.File.Count()
+			bytes += tk.File.FileSizeBytes()
+		}
+		for _, group := range [][]iceberg.DataFile{tk.DeleteFiles, tk.EqualityDeleteFiles, tk.DeletionVectorFiles} {
+			for _, f := range group {
+				dels[f.FilePath()] = f
+			}
+		}
+	}
+	for _, f := range dels {
+		if f.ContentType() == iceberg.EntryContentEqDeletes {
+			st.EqDeleteFiles++
+		}
+		st.DeleteRecords += f.Count()
+		bytes += f.FileSizeBytes()
+	}
+	st.DataFiles, st.DeleteFiles = len(data), len(dels)
+	st.FilesMiB = float64(bytes) / mib
+	return st, nil
+}
+
+// scanTable reads the whole table as of its current snapshot with
+// iceberg-go (load the metadata, plan, read the Parquet files and apply the
+// deletes, to Arrow record batches) and counts the rows.
+func (w *lakeWatcher) scanTable(ctx context.Context) (rows int64, wall, cpu time.Duration, err error) {
+	runtime.GC()
+	ctx = w.lk.Scope(ctx)
+	cpu0, t0 := cpuSelf(), time.Now()
+	tbl, err := w.lk.LoadTable(ctx, w.lk.Identifier(benchDB, benchTable))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	scan := tbl.Scan()
+	defer scan.Close()
+	_, recs, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("scan %s.%s: %w", benchDB, benchTable, err)
+	}
+	for rec, err := range recs {
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("scan %s.%s: %w", benchDB, benchTable, err)
+		}
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	return rows, time.Since(t0), cpuSelf() - cpu0, nil
+}
+
+// measureScan counts the table's files and scans it n times; the figures
+// are those of the fastest scan.
+func (w *lakeWatcher) measureScan(ctx context.Context, n int) (scanStats, error) {
+	st, err := w.tableFiles(ctx)
+	if err != nil {
+		return st, err
+	}
+	if base, ok := resetPeakRSS(); ok {
+		st.BaseRSSMiB = float64(base) / mib
+	}
+	for i := 0; i < n; i++ {
+		rows, wall, cpu, err := w.scanTable(ctx)
+		if err != nil {
+			return st, err
+		}
+		if i > 0 && rows != st.Rows {
+			return st, fmt.Errorf("scan %d of %s.%s returned %d rows, the first %d", i+1, benchDB, benchTable, rows, st.Rows)
+		}
+		st.Rows = rows
+		st.AllSeconds = append(st.AllSeconds, wall.Seconds())
+		if i == 0 || wall.Seconds() < st.Seconds {
+			st.Seconds, st.CPUSeconds = wall.Seconds(), cpu.Seconds()
+		}
+	}
+	if self, err := procStatus(os.Getpid()); err == nil && st.BaseRSSMiB > 0 {
+		st.PeakRSSMiB = float64(self.hwm) / mib
+	}
+	return st, nil
+}
+
+// resetPeakRSS returns free memory to the OS and resets this process's
+// VmHWM to its current RSS (Linux clear_refs "5"), so that VmHWM afterwards
+// is the peak of what follows; it returns that RSS.
+func resetPeakRSS() (int64, bool) {
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0, false
+	}
+	st, err := procStatus(os.Getpid())
+	return st.rss, err == nil
+}
+
+// compactTable runs `cdcsync compact --config cfgPath DB.TABLE` and returns
+// its output and wall time.
+func compactTable(bin, cfgPath string) (string, time.Duration, error) {
+	cmd := exec.Command(bin, "compact", "--config", cfgPath, benchDB+"."+benchTable)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		return out.String(), wall, fmt.Errorf("cdcsync compact: %w\n%s%s", err, out.String(), errOut.String())
+	}
+	return strings.TrimSpace(out.String()), wall, nil
+}
+
+// ampEnv is what the read amplification phase needs of the run.
+type ampEnv struct {
+	bin, dir, cfgPath, cfgYAML, httpAddr string
+	db                                   *testenv.MariaDB
+	conn                                 *client.Conn
+	watcher                              *lakeWatcher
+	interval                             time.Duration
+	maxID                                int64
+	nextID                               *int64
+}
+
+// readAmplification writes o.ampEpochs epochs of upserts on top of what the
+// freshness runs left, with in-process maintenance off so that their delete
+// files stay, stops the daemon, scans the table o.scans times, runs
+// `cdcsync compact` and scans it again.
+func readAmplification(o options, e *ampEnv) (readAmp, error) {
+	var ra readAmp
+	ctx := context.Background()
+	cfgPath := e.cfgPath
+	switch {
+	case o.ampEpochs == 0 && e.watcher.cfg.Maintenance.Enabled:
+		ra.Maintenance = "on during the freshness runs, whose epochs are all this phase scans: in-process compaction may have removed delete files"
+	case !e.watcher.cfg.Maintenance.Enabled:
+		ra.Maintenance = "off in the configuration (also during the freshness runs)"
+	case strings.Contains(o.extraConfig, "maintenance"):
+		ra.Maintenance = "on, as --extra-config sets it: in-process compaction may have removed delete files before the scan"
+	default:
+		// Maintenance is on by default (config.Maintenance.Enabled): it
+		// would compact the deletes away while the epochs are written.
+		cfgPath = filepath.Join(e.dir, "cdcsync-nomaint.yaml")
+		if err := os.WriteFile(cfgPath, []byte(e.cfgYAML+"maintenance:\n  enabled: false\n"), 0o600); err != nil {
+			return ra, err
+		}
+		ra.Maintenance = "off for this phase (the harness appends `maintenance: {enabled: false}`; on during the freshness runs, the default)"
+	}
+	if o.ampEpochs > 0 {
+		ra.LoadRate = o.ampRate
+		txnRows := txnRowsFor(o.ampRate, o.txnRows)
+		dur := time.Duration(o.ampEpochs) * e.interval
+		logf("read amplification: %d epochs of upserts, %d changes/s in %d-row transactions for %s, maintenance %s", o.ampEpochs, o.ampRate, txnRows, dur, ra.Maintenance)
+		d, err := startDaemon(e.bin, cfgPath, filepath.Join(e.dir, "cdcsync-amp.log"), e.httpAddr)
+		if err != nil {
+			return ra, err
+		}
+		if _, err := d.waitReady(5 * time.Minute); err != nil {
+			d.terminate(time.Minute)
+			return ra, err
+		}
+		from := time.Now()
+		load, err := pacedLoad(e.db, e.maxID, e.nextID, o.ampRate, txnRows, o.workers, dur)
+		if err == nil && len(load.Txns) == 0 {
+			err = fmt.Errorf("the load generator committed nothing")
+		}
+		if err != nil {
+			d.terminate(time.Minute)
+			return ra, err
+		}
+		ra.LoadChanges, ra.LoadSeconds = load.Rows, load.Elapsed.Seconds()
+		ra.LoadAchieved = float64(load.Rows) / load.Elapsed.Seconds()
+		drained, err := e.watcher.waitCheckpoint(d, load.Txns[len(load.Txns)-1].seq, false, 10*time.Minute, nil)
+		if err != nil {
+			d.terminate(time.Minute)
+			return ra, err
+		}
+		if err := d.terminate(2 * time.Minute); err != nil {
+			return ra, fmt.Errorf("stop cdcsync: %w\n%s", err, d.logTail())
+		}
+		commits, err := e.watcher.commits()
+		if err != nil {
+			return ra, err
+		}
+		for _, c := range commits {
+			if !c.at.Before(from) && !c.at.After(drained) {
+				ra.Epochs++
+			}
+		}
+	}
+	if r, err := e.conn.Execute("SELECT COUNT(*) FROM " + benchDB + "." + benchTable); err == nil {
+		ra.MySQLRows, _ = r.GetInt(0, 0)
+		r.Close()
+	}
+
+	logf("read amplification: %d scans of %s.%s before compaction", o.scans, benchDB, benchTable)
+	before, err := e.watcher.measureScan(ctx, o.scans)
+	ra.Before = before
+	if err != nil {
+		return ra, err
+	}
+	logf("read amplification: %d data files, %d delete files (%d equality), %d delete rows: best scan %.2f s (%d rows)",
+		before.DataFiles, before.DeleteFiles, before.EqDeleteFiles, before.DeleteRecords, before.Seconds, before.Rows)
+	out, wall, err := compactTable(e.bin, cfgPath)
+	ra.CompactSeconds, ra.CompactOutput = wall.Seconds(), out
+	if err != nil {
+		return ra, err
+	}
+	logf("read amplification: cdcsync compact took %.1f s:\n%s", wall.Seconds(), out)
+	after, err := e.watcher.measureScan(ctx, o.scans)
+	ra.After = after
+	if err != nil {
+		return ra, err
+	}
+	if after.Seconds > 0 {
+		ra.Ratio = before.Seconds / after.Seconds
+	}
+	logf("read amplification: after compaction %d data files, %d delete files: best scan %.2f s (%d rows); ratio %.2f",
+		after.DataFiles, after.DeleteFiles, after.Seconds, after.Rows, ra.Ratio)
+	switch {
+	case before.Rows != after.Rows:
+		ra.Note = fmt.Sprintf("the scan returned %d rows before compaction and %d after", before.Rows, after.Rows)
+	case ra.MySQLRows > 0 && before.Rows != ra.MySQLRows:
+		ra.Note = fmt.Sprintf("the scan returned %d rows, the source table has %d", before.Rows, ra.MySQLRows)
+	}
+	if ra.Note != "" {
+		logf("read amplification: %s", ra.Note)
+	}
+	return ra, nil
+}

@@ -1,0 +1,282 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// chunkTables are the tables of the chunked-copy test: an integer key, a
+// string key in a case- and accent-insensitive collation, and a composite
+// key. ver is a global counter, so a row image older than another has a
+// smaller ver.
+var chunkTables = []string{
+	"CREATE TABLE %s.ints (id INT PRIMARY KEY, ver BIGINT NOT NULL, pad VARCHAR(100))",
+	"CREATE TABLE %s.strs (k VARCHAR(32) COLLATE utf8mb4_general_ci PRIMARY KEY, ver BIGINT NOT NULL, pad VARCHAR(100))",
+	"CREATE TABLE %s.comp (a INT, b VARCHAR(16) COLLATE utf8mb4_general_ci, ver BIGINT NOT NULL, PRIMARY KEY (a, b))",
+}
+
+func strKey(n int) string {
+	// Mixed case and accents: MySQL's order (general_ci) differs from the
+	// bytes' order.
+	return fmt.Sprintf("%s%06d", []string{"k", "K", "é", "E"}[n%4], n)
+}
+
+// chunkLoad changes rows of the three tables, inside and outside the
+// ranges being copied, with increasing ver.
+type chunkLoad struct {
+	ver  atomic.Int64
+	r    *rand.Rand
+	keys int
+	db   string
+}
+
+func (l *chunkLoad) txn(t *testing.T) error {
+	conn, err := db.Connect(testenv.RootUser, "", "")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.Execute("BEGIN"); err != nil {
+		return err
+	}
+	for range 1 + l.r.IntN(4) {
+		v := l.ver.Add(1)
+		n := 1 + l.r.IntN(l.keys)
+		var q string
+		switch l.r.IntN(9) {
+		case 0:
+			q = fmt.Sprintf("DELETE FROM %s.ints WHERE id = %d", l.db, n)
+		case 1:
+			q = fmt.Sprintf("DELETE FROM %s.strs WHERE k = '%s'", l.db, strKey(n))
+		case 2:
+			q = fmt.Sprintf("DELETE FROM %s.comp WHERE a = %d AND b = 'b%d'", l.db, n%97, n)
+		case 3, 4:
+			q = fmt.Sprintf("INSERT INTO %s.ints VALUES (%d, %d, 'w') ON DUPLICATE KEY UPDATE ver = %d, pad = 'u'", l.db, n, v, v)
+		case 5, 6:
+			q = fmt.Sprintf("INSERT INTO %s.strs VALUES ('%s', %d, 'w') ON DUPLICATE KEY UPDATE ver = %d, pad = 'u'", l.db, strKey(n), v, v)
+		default:
+			q = fmt.Sprintf("INSERT INTO %s.comp VALUES (%d, 'b%d', %d) ON DUPLICATE KEY UPDATE ver = %d", l.db, n%97, n, v, v)
+		}
+		if _, err := conn.Execute(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	_, err = conn.Execute("COMMIT")
+	return err
+}
+
+// TestChunkedCopyUnderLoadWithCrashes copies three tables in small chunks
+// while a workload changes rows inside the ranges being copied, and kills
+// cdcsync with SIGKILL several times during the copy. Each restart resumes
+// the copy after its last committed chunk; at the end every table equals
+// MySQL, and no committed snapshot ever showed a row image older than one
+// an earlier snapshot showed.
+func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
+	const dbName = "it_chunk"
+	const rows = 40000
+	e := newEnv(t, dbName, envOptions{extra: "snapshot:\n  chunk_rows: 400\n  workers: 3\nmaintenance:\n  enabled: false"})
+	for _, q := range chunkTables {
+		e.exec(fmt.Sprintf(q, dbName))
+	}
+	e.exec(fmt.Sprintf("INSERT INTO %s.ints SELECT seq, 0, REPEAT('p', seq %% 50) FROM %s.seq_1_to_%d", dbName, dbName, rows))
+	e.exec(fmt.Sprintf("INSERT INTO %s.strs SELECT CONCAT(ELT(seq %% 4 + 1, 'k', 'K', 'é', 'E'), LPAD(seq, 6, '0')), 0, 'p' FROM %s.seq_1_to_%d", dbName, dbName, rows))
+	e.exec(fmt.Sprintf("INSERT INTO %s.comp SELECT seq %% 97, CONCAT('b', seq), 0 FROM %s.seq_1_to_%d", dbName, dbName, rows))
+
+	load := &chunkLoad{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4)), keys: rows + rows/10, db: dbName}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := load.txn(t); err != nil {
+				werr = err
+				return
+			}
+		}
+	}()
+
+	resumed := 0
+	var outputs []string
+	for round := 0; round < 5; round++ {
+		p := e.start()
+		select {
+		case <-time.After(time.Duration(1500+rand.IntN(1500)) * time.Millisecond):
+			p.kill()
+		case <-p.done:
+			t.Fatalf("round %d: cdcsync exited by itself; output:\n%s", round, p.output())
+		}
+		out := p.output()
+		outputs = append(outputs, out)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "resuming the initial copy after its last committed chunk") && !strings.Contains(line, "rows=0") {
+				resumed++
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if werr != nil {
+		t.Fatalf("workload: %v", werr)
+	}
+	if resumed == 0 {
+		t.Errorf("no restart resumed a copy with rows already committed; outputs:\n%s", strings.Join(outputs, "\n----\n"))
+	}
+	t.Logf("%d table copies resumed after a kill; %d workload versions", resumed, load.ver.Load())
+
+	p := e.start()
+	e.waitCaughtUp(p, 4*time.Minute)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	if !strings.Contains(p.output(), "initial copy finished") {
+		t.Errorf("the last run did not finish a copy; output:\n%s", p.output())
+	}
+	for _, tbl := range []string{"ints", "strs", "comp"} {
+		e.assertMirrors(tbl)
+		e.assertNeverBackInTime(tbl)
+	}
+}
+
+// assertNeverBackInTime reads every snapshot of a table, oldest first, and
+// checks that no key appears twice in one and that no snapshot shows a row
+// with a smaller ver than an earlier snapshot showed for its key.
+func (e *env) assertNeverBackInTime(name string) {
+	e.t.Helper()
+	ctx := context.Background()
+	lk := e.openLake()
+	conn, err := e.server.Connect(testenv.RootUser, "", "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ts, err := capture.LoadSchema(ctx, conn, cdcsync.TableID{Database: e.dbName, Table: name})
+	conn.Close()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := lk.LoadTable(ctx, lk.Identifier(e.dbName, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	meta := tbl.Metadata()
+	var chain []*table.Snapshot
+	for s := meta.CurrentSnapshot(); s != nil; {
+		chain = append(chain, s)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	verCol := ts.ColumnIndex("ver")
+	seen := map[string]int64{}
+	checked := 0
+	for i := len(chain) - 1; i >= 0; i-- {
+		s := chain[i]
+		rows, err := lake.ReadRowsAt(lk.Scope(ctx), tbl, ts, s.SnapshotID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		keys := map[string]bool{}
+		for _, r := range rows {
+			k := keyString(ts, r)
+			if keys[k] {
+				e.t.Errorf("%s: snapshot %d holds key %s twice", name, s.SnapshotID, k)
+			}
+			keys[k] = true
+			v := r[verCol].(int64)
+			if v < seen[k] {
+				e.t.Errorf("%s: snapshot %d shows key %s at ver %d after an earlier snapshot showed ver %d", name, s.SnapshotID, k, v, seen[k])
+			}
+			seen[k] = max(seen[k], v)
+		}
+		checked++
+		if e.t.Failed() {
+			return
+		}
+	}
+	e.t.Logf("%s: %d snapshots checked", name, checked)
+}
+
+func keyString(ts *cdcsync.TableSchema, r cdcsync.Row) string {
+	parts := make([]string, len(ts.PrimaryKey))
+	for i, c := range ts.PrimaryKey {
+		parts[i] = fmt.Sprint(r[c])
+	}
+	return strings.Join(parts, "|")
+}
+
+// TestChunkedCopyBoundedMemory copies a table several times larger than
+// the memory cdcsync may use and checks the daemon's peak RSS. It runs a
+// binary built without the race detector, whose memory is the real one.
+func TestChunkedCopyBoundedMemory(t *testing.T) {
+	const dbName = "it_chunkmem"
+	const rows, width = 300000, 1000
+	bin := filepath.Join(t.TempDir(), "cdcsync")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/cdcsync")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	e := newEnv(t, dbName, envOptions{epoch: "interval: 1s\n  max_bytes: 16MiB", extra: "snapshot:\n  chunk_rows: 2000\n  workers: 2"})
+	e.exec(fmt.Sprintf("CREATE TABLE %s.big (id INT PRIMARY KEY, pad VARCHAR(%d) NOT NULL)", dbName, width))
+	e.exec(fmt.Sprintf("INSERT INTO %s.big SELECT seq, REPEAT(CHAR(65 + seq %% 26), %d) FROM %s.seq_1_to_%d", dbName, width, dbName, rows))
+	tableMiB := float64(rows*width) / (1 << 20)
+
+	p := e.startWith(bin)
+	e.waitCaughtUp(p, 4*time.Minute)
+	// VmHWM is the peak since the process started.
+	peak := vmHWM(p.cmd.Process.Pid)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	peakMiB := float64(peak) / 1024
+	// The budget: what the Go runtime, iceberg-go and Arrow need, plus about
+	// (workers + 1) chunks and an epoch of max_bytes; far below the table.
+	const budgetMiB = 200
+	t.Logf("copied %d rows (%.0f MiB of row data); peak RSS %.0f MiB (budget %d MiB)", rows, tableMiB, peakMiB, budgetMiB)
+	if peak == 0 {
+		t.Fatal("could not read the daemon's peak RSS (VmHWM)")
+	}
+	if peakMiB > budgetMiB {
+		t.Errorf("peak RSS %.0f MiB exceeds the %d MiB budget while copying a %.0f MiB table; output:\n%s", peakMiB, budgetMiB, tableMiB, p.output())
+	}
+	e.assertMirrors("big")
+}
+
+// vmHWM returns a process's peak resident set in KiB (0 if unknown).
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,623 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// The initial copy runs while the binlog streams, the way DBLog and Flink
+// CDC's incremental snapshots do. A table is read in primary-key chunks, each
+// in a consistent snapshot whose binlog position P the source reports. The
+// stream keeps applying every change of a copying table (its rows are full
+// images, so an update of a row not copied yet simply inserts it). A chunk is
+// merged into the epoch at the point of the stream where every transaction up
+// to P has been read; its rows that the stream changed since the chunk's
+// window opened (just before the snapshot began) are dropped, because the
+// stream already holds a newer image of them. Every other copied row is the
+// row's image at the merge point. So a committed table never shows an image
+// older than one committed before, and once the last chunk is merged it
+// equals MySQL. Keys are only compared for equality, in the canonical
+// encoding both paths share: ranges are MySQL's business (collations).
+//
+// A copied row needs an equality delete only if the stream may have written
+// its key before (tracked per table while the copy runs; after a restart, or
+// past MaxTrackedKeys, every copied row gets one). Chunks of a table merge in
+// order, so the table's committed progress is one bound (CopyState.After).
+
+// ChunkSource reads tables in primary-key chunks (capture.ChunkReader).
+type ChunkSource interface {
+	// Estimate is the approximate row count, for progress reports.
+	Estimate(ctx context.Context, ts *cdcsync.TableSchema) (int64, error)
+	// NextBound returns the bound closing the chunk of about rows rows that
+	// follows after ("" = the table's start); last when it runs to the end.
+	NextBound(ctx context.Context, ts *cdcsync.TableSchema, after string, rows int) (hi string, last bool, err error)
+	// ReadChunk reads the rows after < key <= hi (no upper bound when last) in
+	// one consistent snapshot and returns them with that snapshot's position.
+	ReadChunk(ctx context.Context, ts *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error)
+}
+
+// CopySink is implemented by a Sink that can start a table's copy afresh
+// (Pipeline.Resync).
+type CopySink interface {
+	// StartCopy empties the table and commits it at pos as epoch epoch, with
+	// a fresh copy state.
+	StartCopy(ctx context.Context, table cdcsync.TableID, epoch int64, pos cdcsync.Position) error
+}
+
+// CopyOptions configure the initial copy.
+type CopyOptions struct {
+	Source         ChunkSource
+	ChunkRows      int // rows per chunk (default 20000)
+	Workers        int // chunks read at once, across all tables (default 2)
+	MaxTrackedKeys int // keys remembered per table before every copied row gets an equality delete (default 1M)
+	// Retries is how often a chunk read that failed is tried again before
+	// the pipeline stops (default 3).
+	Retries int
+}
+
+// ErrCopy wraps failures of the initial copy.
+var ErrCopy = errors.New("initial copy failed")
+
+// copyTable is the state of one table's running copy; the pipeline's
+// goroutine owns it.
+type copyTable struct {
+	id    cdcsync.TableID
+	state cdcsync.CopyState // progress merged so far (what the next commit records)
+	// clean means the stream wrote none of the table's keys before this
+	// session's tracking began, so untouched copied keys need no delete.
+	clean   bool
+	touched map[string]uint64 // key -> sequence number of the last transaction that changed it
+	gen     int               // bumped by schema changes: chunks read before are read again
+	next    int               // the chunk merged next
+	pending map[int]*chunkResult
+	windows map[*window]struct{}
+	cancel  context.CancelFunc // stops this copy's goroutines
+}
+
+// window is opened before a chunk's snapshot begins.
+type window struct {
+	ct     *copyTable
+	seq    uint64           // transactions read when it opened
+	pos    cdcsync.Position // position of the last transaction read then
+	gen    int
+	schema *cdcsync.TableSchema
+}
+
+type chunkJob struct {
+	ct        *copyTable
+	n         int
+	after, hi string
+	last      bool
+}
+
+type chunkResult struct {
+	job   chunkJob
+	w     *window
+	rows  []cdcsync.Row
+	pos   cdcsync.Position
+	err   error
+	reply chan verdict
+}
+
+type verdict int
+
+const (
+	merged verdict = iota
+	again          // read the chunk again
+	gone           // the table's copy ended (dropped, stopped, copied afresh)
+)
+
+type openReq struct {
+	ct    *copyTable
+	reply chan *window // nil window: the copy is gone
+}
+
+type resyncReq struct {
+	id    cdcsync.TableID
+	reply chan error
+}
+
+// CopyProgress is a table's copy progress, for logs, metrics and the
+// terminal.
+type CopyProgress struct {
+	Table    cdcsync.TableID
+	Rows     int64 // rows copied, including earlier sessions
+	Estimate int64 // the server's estimate of the table's rows (0: unknown)
+	Session  int64 // rows copied by this session
+	Started  time.Time
+}
+
+// copier holds what the copy goroutines share.
+type copier struct {
+	opts    CopyOptions
+	jobs    chan chunkJob
+	opens   chan openReq
+	results chan *chunkResult
+	errs    chan error
+	resyncs chan resyncReq
+	wg      sync.WaitGroup
+}
+
+func newCopier(opts CopyOptions) *copier {
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = 20000
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.MaxTrackedKeys <= 0 {
+		opts.MaxTrackedKeys = 1 << 20
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	return &copier{opts: opts, jobs: make(chan chunkJob), opens: make(chan openReq), results: make(chan *chunkResult),
+		errs: make(chan error, 1), resyncs: make(chan resyncReq)}
+}
+
+func (c *copier) fail(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+// startCopies starts the workers and one splitter per copying table.
+func (p *Pipeline) startCopies(ctx context.Context) {
+	c := p.copier
+	if c.opts.Source == nil {
+		return
+	}
+	for range c.opts.Workers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			p.work(ctx)
+		}()
+	}
+	for _, ct := range p.copies {
+		p.startSplitter(ctx, ct)
+	}
+}
+
+func (p *Pipeline) startSplitter(ctx context.Context, ct *copyTable) {
+	c := p.copier
+	tctx, cancel := context.WithCancel(ctx)
+	ct.cancel = cancel
+	schema := p.schemas[ct.id]
+	after := ct.state.After
+	p.setProgress(ct.id, func(cp *CopyProgress) {
+		cp.Rows, cp.Started, cp.Session = ct.state.Rows, time.Now(), 0
+	})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if n, err := c.opts.Source.Estimate(tctx, schema); err == nil {
+			p.setProgress(ct.id, func(cp *CopyProgress) { cp.Estimate = n })
+		}
+		for n := 0; ; n++ {
+			hi, last, err := c.opts.Source.NextBound(tctx, schema, after, c.opts.ChunkRows)
+			if err != nil {
+				if tctx.Err() == nil {
+					c.fail(fmt.Errorf("%w: split %s after %s: %w", ErrCopy, ct.id, describeBound(after), err))
+				}
+				return
+			}
+			select {
+			case c.jobs <- chunkJob{ct: ct, n: n, after: after, hi: hi, last: last}:
+			case <-tctx.Done():
+				return
+			}
+			if last {
+				return
+			}
+			after = hi
+		}
+	}()
+}
+
+func describeBound(b string) string {
+	if b == "" {
+		return "the table's start"
+	}
+	return b
+}
+
+// work reads chunks until ctx ends.
+func (p *Pipeline) work(ctx context.Context) {
+	c := p.copier
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-c.jobs:
+			if err := p.copyChunk(ctx, job); err != nil {
+				if ctx.Err() == nil {
+					c.fail(err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// copyChunk reads one chunk and hands it to the pipeline, again if needed,
+// until it is merged or the table's copy is gone.
+func (p *Pipeline) copyChunk(ctx context.Context, job chunkJob) error {
+	c := p.copier
+	failures := 0
+	backoff := 200 * time.Millisecond
+	for {
+		req := openReq{ct: job.ct, reply: make(chan *window, 1)}
+		select {
+		case c.opens <- req:
+		case <-ctx.Done():
+			return nil
+		}
+		var w *window
+		select {
+		case w = <-req.reply:
+		case <-ctx.Done():
+			return nil
+		}
+		if w == nil {
+			return nil
+		}
+		rows, pos, err := c.opts.Source.ReadChunk(ctx, w.schema, job.after, job.hi, job.last)
+		res := &chunkResult{job: job, w: w, rows: rows, pos: pos, err: err, reply: make(chan verdict, 1)}
+		select {
+		case c.results <- res:
+		case <-ctx.Done():
+			return nil
+		}
+		var v verdict
+		select {
+		case v = <-res.reply:
+		case <-ctx.Done():
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			if failures > c.opts.Retries {
+				return fmt.Errorf("%w: read %s after %s: %w", ErrCopy, job.ct.id, describeBound(job.after), err)
+			}
+			p.log.Warn("reading a chunk of the initial copy failed; retrying", "table", job.ct.id.String(), "attempt", failures, "error", err)
+			v = again
+		}
+		switch v {
+		case merged, gone:
+			return nil
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// openWindow answers a worker about to read a chunk (pipeline goroutine).
+func (p *Pipeline) openWindow(req openReq) {
+	ct := req.ct
+	if p.copies[ct.id] != ct {
+		req.reply <- nil
+		return
+	}
+	w := &window{ct: ct, seq: p.seq, pos: p.readPos, gen: ct.gen, schema: p.schemas[ct.id]}
+	ct.windows[w] = struct{}{}
+	req.reply <- w
+}
+
+// receive takes a chunk a worker read (pipeline goroutine): it is queued
+// until it can merge, or sent back to be read again.
+func (p *Pipeline) receive(r *chunkResult) {
+	ct := r.job.ct
+	delete(ct.windows, r.w)
+	switch {
+	case p.copies[ct.id] != ct:
+		r.reply <- gone
+		return
+	case r.err != nil:
+		r.reply <- again
+		return
+	case r.w.gen != ct.gen:
+		// A schema change or TRUNCATE came between: the rows may predate it.
+		r.reply <- again
+		return
+	}
+	// The snapshot must not predate the window: a transaction the stream
+	// had read then, but that the snapshot does not show yet (InnoDB makes
+	// it visible just after the binlog has it), would be missed.
+	ok, err := r.pos.Includes(r.w.pos)
+	if err != nil || !ok {
+		if err != nil {
+			p.log.Warn("cannot order a chunk's snapshot with the stream; reading it again", "table", ct.id.String(), "error", err)
+		}
+		r.reply <- again
+		return
+	}
+	ct.windows[r.w] = struct{}{} // stays open until merged
+	ct.pending[r.job.n] = r
+}
+
+// mergeReady merges every queued chunk whose snapshot position the stream
+// has reached, in chunk order per table (pipeline goroutine).
+func (p *Pipeline) mergeReady(buffer func() *Buffer) error {
+	for _, ct := range p.copies {
+		for {
+			r := ct.pending[ct.next]
+			if r == nil {
+				break
+			}
+			ok, err := p.readPos.Includes(r.pos)
+			if err != nil {
+				return fmt.Errorf("%w: order a chunk of %s with the stream: %w", ErrCopy, ct.id, err)
+			}
+			if !ok {
+				break
+			}
+			delete(ct.pending, ct.next)
+			delete(ct.windows, r.w)
+			if err := p.mergeChunk(buffer(), ct, r); err != nil {
+				return err
+			}
+			ct.next++
+			r.reply <- merged
+			if ct.state.Done {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) mergeChunk(buf *Buffer, ct *copyTable, r *chunkResult) error {
+	schema := p.schemas[ct.id]
+	var key []byte
+	kept := r.rows[:0]
+	dropped := 0
+	for _, row := range r.rows {
+		var err error
+		if key, err = appendKey(schema, key[:0], row); err != nil {
+			return fmt.Errorf("%w: %w", ErrCopy, err)
+		}
+		if s, ok := ct.touched[string(key)]; ok && s > r.w.seq {
+			dropped++ // the stream has a newer image
+			continue
+		}
+		kept = append(kept, row)
+	}
+	needDelete := func(row cdcsync.Row) bool {
+		if !ct.clean {
+			return true
+		}
+		k, _ := appendKey(schema, key[:0], row)
+		_, ok := ct.touched[string(k)]
+		return ok
+	}
+	if err := buf.Load(ct.id, kept, rowsBytes(kept), p.pos, needDelete); err != nil {
+		return fmt.Errorf("%w: %w", ErrCopy, err)
+	}
+	ct.state.After = r.job.hi
+	ct.state.Rows += int64(len(kept))
+	ct.state.Done = r.job.last
+	p.copyEnded = p.copyEnded || r.job.last
+	p.setProgress(ct.id, func(cp *CopyProgress) {
+		cp.Rows = ct.state.Rows
+		cp.Session += int64(len(kept))
+	})
+	if p.m != nil {
+		p.m.SnapshotRows.WithLabelValues(ct.id.String()).Add(float64(len(kept)))
+	}
+	p.log.Debug("chunk merged", "table", ct.id.String(), "chunk", r.job.n, "rows", len(kept), "superseded", dropped, "position", r.pos.String())
+	p.pruneTouched(ct)
+	return nil
+}
+
+// rowsBytes estimates the memory of rows, for sealing epochs by size.
+func rowsBytes(rows []cdcsync.Row) int {
+	n := 0
+	for _, r := range rows {
+		n += 16 * len(r)
+		for _, v := range r {
+			switch v := v.(type) {
+			case string:
+				n += len(v)
+			case []byte:
+				n += len(v)
+			}
+		}
+	}
+	return n
+}
+
+// track records the keys a transaction changed in copying tables
+// (pipeline goroutine); skip says which tables it does not apply to.
+func (p *Pipeline) track(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
+	var key []byte
+	for i := range t.Changes {
+		c := &t.Changes[i]
+		ct := p.copies[c.Table]
+		if ct == nil || skip(c.Table) {
+			continue
+		}
+		for _, row := range []cdcsync.Row{c.Before, c.After} {
+			if row == nil {
+				continue
+			}
+			var err error
+			if key, err = appendKey(p.schemas[c.Table], key[:0], row); err != nil {
+				return err
+			}
+			ct.touched[string(key)] = p.seq
+		}
+		if len(ct.touched) > p.copier.opts.MaxTrackedKeys && ct.clean {
+			// Too many keys to remember which the stream wrote: from now on
+			// every copied row gets an equality delete.
+			ct.clean = false
+			p.log.Info("the initial copy stops tracking which keys the stream wrote; copied rows get equality deletes from now on",
+				"table", c.Table.String(), "keys", len(ct.touched))
+			p.pruneTouched(ct)
+		}
+	}
+	return nil
+}
+
+// pruneTouched forgets keys no open window needs, once they are not needed
+// to decide equality deletes.
+func (p *Pipeline) pruneTouched(ct *copyTable) {
+	if ct.clean {
+		return
+	}
+	if len(ct.windows) == 0 {
+		clear(ct.touched)
+		return
+	}
+	oldest := uint64(1<<64 - 1)
+	for w := range ct.windows {
+		oldest = min(oldest, w.seq)
+	}
+	for k, s := range ct.touched {
+		if s <= oldest {
+			delete(ct.touched, k)
+		}
+	}
+}
+
+// copyDone forgets a table whose copy the last commit completed.
+func (p *Pipeline) copyDone(ct *copyTable) {
+	if ct.cancel != nil {
+		ct.cancel()
+	}
+	delete(p.copies, ct.id)
+	p.mu.Lock()
+	cp := p.progress[ct.id]
+	delete(p.progress, ct.id)
+	p.mu.Unlock()
+	secs := 0.0
+	if cp != nil {
+		secs = time.Since(cp.Started).Seconds()
+	}
+	p.log.Info("initial copy finished", "table", ct.id.String(), "rows", ct.state.Rows, "seconds", secs)
+	if len(p.copies) == 0 {
+		p.log.Info("all initial copies finished")
+	}
+}
+
+// cancelCopy ends a table's copy without completing it (pipeline goroutine).
+func (p *Pipeline) cancelCopy(id cdcsync.TableID) {
+	ct := p.copies[id]
+	if ct == nil {
+		return
+	}
+	if ct.cancel != nil {
+		ct.cancel()
+	}
+	for _, r := range ct.pending {
+		r.reply <- gone
+	}
+	delete(p.copies, id)
+	p.mu.Lock()
+	delete(p.progress, id)
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) setProgress(id cdcsync.TableID, f func(*CopyProgress)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cp := p.progress[id]
+	if cp == nil {
+		cp = &CopyProgress{Table: id}
+		p.progress[id] = cp
+	}
+	f(cp)
+}
+
+// Copying returns the progress of the copies running now.
+func (p *Pipeline) Copying() []CopyProgress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]CopyProgress, 0, len(p.progress))
+	for _, cp := range p.progress {
+		out = append(out, *cp)
+	}
+	return out
+}
+
+// Resync copies a table afresh while the others stream: the pipeline
+// commits what it holds, empties the table at the current position and
+// copies it again in chunks. The sink must implement CopySink.
+func (p *Pipeline) Resync(ctx context.Context, id cdcsync.TableID) error {
+	req := resyncReq{id: id, reply: make(chan error, 1)}
+	select {
+	case p.copier.resyncs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.done:
+		return errors.New("the pipeline is not running")
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resync starts a fresh copy of id (pipeline goroutine); seal commits the
+// open epoch first.
+func (p *Pipeline) resync(ctx context.Context, id cdcsync.TableID, seal func(context.Context) error) error {
+	cs, ok := p.sink.(CopySink)
+	if !ok || p.copier.opts.Source == nil {
+		return errors.New("this pipeline cannot copy tables")
+	}
+	if p.schemas[id] == nil {
+		return fmt.Errorf("%s is not mirrored by this pipeline now (not selected, stopped or dropped); "+
+			"a stopped table is copied again when its Iceberg table is dropped and cdcsync restarted", id)
+	}
+	if err := seal(ctx); err != nil {
+		return err
+	}
+	p.awaitMaintenance()
+	epoch := p.nextEpoch
+	if err := cs.StartCopy(ctx, id, epoch, p.pos); err != nil {
+		return fmt.Errorf("%w: start copying %s afresh: %w", ErrCommit, id, err)
+	}
+	p.nextEpoch++
+	p.cancelCopy(id)
+	delete(p.skip, id)
+	ct := p.addCopy(id, cdcsync.CopyState{}, true)
+	p.startSplitter(p.copyCtx, ct)
+	p.log.Info("copying the table afresh (resync)", "table", id.String(), "position", p.pos.String())
+	return nil
+}
+
+func (p *Pipeline) addCopy(id cdcsync.TableID, st cdcsync.CopyState, clean bool) *copyTable {
+	ct := &copyTable{id: id, state: st, clean: clean, touched: map[string]uint64{},
+		pending: map[int]*chunkResult{}, windows: map[*window]struct{}{}}
+	p.copies[id] = ct
+	p.setProgress(id, func(cp *CopyProgress) { cp.Rows = st.Rows })
+	return ct
+}
+
+// schemaChanged makes chunks read before a schema change or TRUNCATE of a
+// copying table be read again.
+func (p *Pipeline) schemaChanged(id cdcsync.TableID) {
+	if ct := p.copies[id]; ct != nil {
+		ct.gen++
+		for n, r := range ct.pending {
+			delete(ct.pending, n)
+			delete(ct.windows, r.w)
+			r.reply <- again
+		}
+	}
+}

@@ -444,7 +444,9 @@ func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta
 func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) error {
 	var tables []*lake.Table
 	for _, id := range ids {
-		if t := s.tables[id]; t != nil {
+		// A table being copied gets large files without deletes; compacting
+		// it before the copy ends would rewrite the same rows again and again.
+		if t := s.tables[id]; t != nil && t.Copying() == nil {
 			tables = append(tables, t)
 		}
 	}

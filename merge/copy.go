@@ -573,9 +573,9 @@ func (p *Pipeline) Resync(ctx context.Context, id cdcsync.TableID) error {
 	}
 }
 
-// resync starts a fresh copy of id (pipeline goroutine); seal commits the
-// open epoch first.
-func (p *Pipeline) resync(ctx context.Context, id cdcsync.TableID, seal func(context.Context) error) error {
+// resync starts a fresh copy of id (pipeline goroutine); barrier commits
+// everything read before.
+func (p *Pipeline) resync(ctx context.Context, id cdcsync.TableID, barrier func() error) error {
 	cs, ok := p.sink.(CopySink)
 	if !ok || p.copier.opts.Source == nil {
 		return errors.New("this pipeline cannot copy tables")
@@ -584,7 +584,7 @@ func (p *Pipeline) resync(ctx context.Context, id cdcsync.TableID, seal func(con
 		return fmt.Errorf("%s is not mirrored by this pipeline now (not selected, stopped or dropped); "+
 			"a stopped table is copied again when its Iceberg table is dropped and cdcsync restarted", id)
 	}
-	if err := seal(ctx); err != nil {
+	if err := barrier(); err != nil {
 		return err
 	}
 	p.awaitMaintenance()

@@ -64,9 +64,11 @@ func TestPipelineMaintainsBetweenCommits(t *testing.T) {
 	if len(sink.commits) != 4 {
 		t.Fatalf("commits = %v", sink.commits)
 	}
-	// Every epoch sealed while streaming is maintained (the last one is
-	// cancelled when the stream ends).
-	if fmt.Sprint(sink.calls) != "[1[shop.users] 2[shop.users] 3[shop.users] 4[shop.users]]" {
+	// Every epoch committed while streaming is maintained. The last one may
+	// still be committing in the background when the stream ends; shutting
+	// down, the pipeline starts no maintenance for it (or cancels it).
+	got := fmt.Sprint(sink.calls)
+	if got != "[1[shop.users] 2[shop.users] 3[shop.users] 4[shop.users]]" && got != "[1[shop.users] 2[shop.users] 3[shop.users]]" {
 		t.Fatalf("maintenance calls = %v", sink.calls)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -112,7 +113,7 @@ type Pipeline struct {
 
 	maintDone   chan struct{}      // closed when the running Maintain returns; nil when none runs
 	maintCancel context.CancelFunc // cancels the running Maintain
-	stopping    bool               // Run is committing its last epoch: start no maintenance
+	stopping    atomic.Bool        // Run is committing its last epoch: start no maintenance
 
 	// The initial copies (copy.go); owned by Run's goroutine.
 	copier    *copier
@@ -127,6 +128,7 @@ type Pipeline struct {
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
 	pending   time.Time        // MySQL commit time of the oldest transaction read but not committed
+	openFirst time.Time        // MySQL commit time of the open epoch's first transaction (zero: none open)
 	progress  map[cdcsync.TableID]*CopyProgress
 }
 
@@ -197,19 +199,39 @@ func (p *Pipeline) Lag() time.Duration {
 // an epoch whenever one seals. On the way out it commits the open epoch, which
 // holds only whole transactions, with a fresh deadline so a shutdown signal
 // does not abandon it half-way. It returns the first error that stopped it.
+//
+// A sealed epoch commits in the background while the next one fills (at
+// most one commits at a time, so two epochs are in memory at most); a DDL
+// statement, a resync and the shutdown wait for it.
 func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	defer close(p.done)
 	defer p.stopMaintenance()
+	// Commits outlive a shutdown signal (the open epoch is committed on the
+	// way out), up to ShutdownTimeout.
+	commitCtx, cancelCommits := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCommits()
 	copyCtx, stopCopies := context.WithCancel(ctx)
 	p.copyCtx = copyCtx
 	defer p.copier.wg.Wait()
 	defer stopCopies()
 	p.startCopies(copyCtx)
 	var (
-		buf   *Buffer
-		timer *time.Timer
-		tick  <-chan time.Time
+		buf      *Buffer
+		timer    *time.Timer
+		tick     <-chan time.Time
+		inflight chan commitResult // the epoch committing in the background, if any
 	)
+	// wait waits for the background commit and does the bookkeeping that
+	// follows it.
+	wait := func() error {
+		if inflight == nil {
+			return nil
+		}
+		r := <-inflight
+		inflight = nil
+		return p.afterCommit(r)
+	}
+	defer func() { _ = wait() }()
 	// open returns the open epoch, starting one when none is open; first is
 	// the MySQL commit time of what starts it.
 	open := func(first time.Time) *Buffer {
@@ -218,7 +240,10 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			timer = time.NewTimer(p.opts.Interval)
 			tick = timer.C
 			p.mu.Lock()
-			p.pending = first
+			p.openFirst = first
+			if p.pending.IsZero() {
+				p.pending = first
+			}
 			p.mu.Unlock()
 		}
 		return buf
@@ -235,7 +260,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
 	}
-	seal := func(cctx context.Context) error {
+	// seal hands the open epoch to a background commit, after the one
+	// before it has finished.
+	seal := func() error {
 		if timer != nil {
 			timer.Stop()
 			tick = nil
@@ -245,15 +272,39 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		b := buf
 		buf = nil
-		return p.commit(cctx, b)
+		p.mu.Lock()
+		p.openFirst = time.Time{}
+		p.mu.Unlock()
+		if err := wait(); err != nil {
+			return err
+		}
+		job := p.prepare(b)
+		if job == nil {
+			return nil
+		}
+		ch := make(chan commitResult, 1)
+		inflight = ch
+		go func() { ch <- p.commit(commitCtx, job) }()
+		return nil
+	}
+	// barrier commits everything read so far before it returns.
+	barrier := func() error {
+		if err := seal(); err != nil {
+			return err
+		}
+		return wait()
 	}
 	finish := func(cause error) error {
 		stopCopies()
-		p.stopping = true
+		p.stopping.Store(true)
+		stop := time.AfterFunc(p.opts.ShutdownTimeout, cancelCommits)
+		defer stop.Stop()
+		werr := wait()
 		p.stopMaintenance() // shutting down: do not make the last commit wait for it
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ShutdownTimeout)
-		defer cancel()
-		if err := seal(sctx); err != nil {
+		if werr != nil {
+			return errors.Join(cause, werr)
+		}
+		if err := barrier(); err != nil {
 			return errors.Join(cause, err)
 		}
 		return cause
@@ -263,7 +314,12 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		case <-ctx.Done():
 			return finish(nil)
 		case <-tick:
-			if err := seal(ctx); err != nil {
+			if err := seal(); err != nil {
+				return err
+			}
+		case r := <-inflight:
+			inflight = nil
+			if err := p.afterCommit(r); err != nil {
 				return err
 			}
 		case t, ok := <-txns:
@@ -280,7 +336,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 						return finish(err)
 					}
 					if full() {
-						if err := seal(ctx); err != nil {
+						if err := seal(); err != nil {
 							return err
 						}
 					}
@@ -289,7 +345,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			}
 			if len(t.DDL) > 0 {
 				// A barrier: what came before commits under the old schema.
-				if err := seal(ctx); err != nil {
+				if err := barrier(); err != nil {
 					return err
 				}
 				if err := p.applyDDL(ctx, t); err != nil {
@@ -305,7 +361,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				}
 			}
 			if full() {
-				if err := seal(ctx); err != nil {
+				if err := seal(); err != nil {
 					return err
 				}
 			}
@@ -317,14 +373,14 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return finish(err)
 			}
 			if full() {
-				if err := seal(ctx); err != nil {
+				if err := seal(); err != nil {
 					return err
 				}
 			}
 		case err := <-p.copier.errs:
 			return finish(err)
 		case req := <-p.copier.resyncs:
-			req.reply <- p.resync(ctx, req.id, seal)
+			req.reply <- p.resync(ctx, req.id, barrier)
 		}
 	}
 }
@@ -438,15 +494,56 @@ func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
 	return buf.Apply(t, skip)
 }
 
-func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
+// commitJob is a sealed epoch, ready to commit.
+type commitJob struct {
+	buf    *Buffer
+	tables []cdcsync.TableID
+	copies map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
+}
+
+// commitResult is what a background commit reports.
+type commitResult struct {
+	err    error
+	copies map[cdcsync.TableID]cdcsync.CopyState // the copy progress now committed
+}
+
+// prepare captures what the commit of buf needs from the pipeline's own
+// state (Run's goroutine); nil when there is nothing to commit.
+func (p *Pipeline) prepare(buf *Buffer) *commitJob {
 	if buf.Empty() {
 		return nil
 	}
+	job := &commitJob{buf: buf, tables: buf.Tables(), copies: map[cdcsync.TableID]cdcsync.CopyState{}}
+	sort.Slice(job.tables, func(i, j int) bool { return job.tables[i].String() < job.tables[j].String() })
+	for _, id := range job.tables {
+		if ct := p.copies[id]; ct != nil {
+			job.copies[id] = ct.state
+		}
+	}
+	return job
+}
+
+// afterCommit does, in Run's goroutine, what follows a commit: the copies
+// it completed end.
+func (p *Pipeline) afterCommit(r commitResult) error {
+	if r.err != nil {
+		return r.err
+	}
+	for id, st := range r.copies {
+		if ct := p.copies[id]; ct != nil && st.Done {
+			p.copyDone(ct)
+		}
+	}
+	return nil
+}
+
+// commit commits one epoch: every table, then the checkpoint. It runs in a
+// goroutine of its own, one at a time.
+func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
+	buf, tables := job.buf, job.tables
 	p.awaitMaintenance()
 	start := time.Now()
 	epoch := p.nextEpoch
-	tables := buf.Tables()
-	sort.Slice(tables, func(i, j int) bool { return tables[i].String() < tables[j].String() })
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(p.opts.CommitConcurrency)
 	for i, id := range tables {
@@ -455,37 +552,31 @@ func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
 		}
 		d := Delta{Epoch: epoch, Pos: buf.End}
 		d.Deletes, d.Rows = buf.Output(id)
-		if ct := p.copies[id]; ct != nil {
-			st := ct.state
+		if st, ok := job.copies[id]; ok {
 			d.Copy = &st
 		}
 		g.Go(func() error { return p.commitTable(gctx, id, d) })
 	}
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("%w: %w", ErrCommit, err)
-	}
-	for _, id := range tables {
-		if ct := p.copies[id]; ct != nil && ct.state.Done {
-			p.copyDone(ct)
-		}
+		return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 	}
 	if len(tables) == 0 && buf.End == p.lastCkpt {
 		p.mu.Lock()
-		p.pending = time.Time{}
+		p.pending = p.openFirst
 		p.mu.Unlock()
-		return nil
+		return commitResult{}
 	}
 	if p.opts.Fault != nil {
 		p.opts.Fault("before-checkpoint")
 	}
 	if err := p.sink.SaveCheckpoint(ctx, epoch, buf.End); err != nil {
-		return fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)
+		return commitResult{err: fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)}
 	}
 	p.nextEpoch++
 	p.lastCkpt = buf.End
 	p.mu.Lock()
 	p.committed = buf.End
-	p.pending = time.Time{}
+	p.pending = p.openFirst
 	p.mu.Unlock()
 	if p.m != nil {
 		for _, id := range tables {
@@ -500,14 +591,14 @@ func (p *Pipeline) commit(ctx context.Context, buf *Buffer) error {
 	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
 		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
 	p.startMaintenance(ctx, epoch, tables)
-	return nil
+	return commitResult{copies: job.copies}
 }
 
 // startMaintenance runs the sink's maintenance of the epoch's tables in the
 // background; the next commit waits for it (awaitMaintenance).
 func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) {
 	m, ok := p.sink.(Maintainer)
-	if !ok || len(tables) == 0 || p.stopping {
+	if !ok || len(tables) == 0 || p.stopping.Load() {
 		return
 	}
 	mctx, cancel := context.WithCancel(ctx)

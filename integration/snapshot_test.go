@@ -286,3 +286,133 @@ func vmHWM(pid int) int64 {
 	}
 	return 0
 }
+
+// TestResync copies one table afresh while the daemon runs and another
+// table keeps streaming, then once more offline through the mark the next
+// start acts on; bad requests get clear errors.
+func TestResync(t *testing.T) {
+	const dbName = "it_resync"
+	port := freePort(t)
+	e := newEnv(t, dbName, envOptions{extra: "snapshot:\n  chunk_rows: 150"})
+	e.rewriteConfig(`listen: "off"`, `listen: 127.0.0.1:`+strconv.Itoa(port))
+	for _, tbl := range []string{"a", "b"} {
+		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v BIGINT NOT NULL)", dbName, tbl))
+		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_3000", dbName, tbl, dbName))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(5, 5))
+		for v := 1; ; v++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tbl := []string{"a", "b"}[r.IntN(2)]
+			mustExec(t, fmt.Sprintf("INSERT INTO %s.%s VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = %d", dbName, tbl, 1+r.IntN(3300), v, v))
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	p := e.start()
+	e.waitCaughtUp(p, 2*time.Minute)
+
+	cli := func(args ...string) (string, int) {
+		return runCLI(t, append([]string{"resync", "--config", e.cfgPath}, args...)...)
+	}
+	if out, code := cli("nodot"); code != 2 || !strings.Contains(out, "DB.TABLE") {
+		t.Errorf("resync of a malformed name: exit %d, output %q; want exit 2 naming DB.TABLE", code, out)
+	}
+	if out, code := cli(dbName + ".nope"); code != 1 || !strings.Contains(out, "not mirrored") {
+		t.Errorf("resync of an unknown table: exit %d, output %q; want exit 1 saying it is not mirrored", code, out)
+	}
+	out, code := cli(dbName + ".a")
+	if code != 0 || !strings.Contains(out, "copying "+dbName+".a afresh") {
+		t.Fatalf("online resync: exit %d, output %q; daemon output:\n%s", code, out, p.output())
+	}
+	time.Sleep(500 * time.Millisecond)
+	e.waitCaughtUp(p, 2*time.Minute)
+	if !strings.Contains(p.output(), "copying the table afresh (resync)") {
+		t.Errorf("the daemon did not log the resync; output:\n%s", p.output())
+	}
+	e.assertCopiedAgain("a", 1)
+	close(stop)
+	wg.Wait()
+	e.waitCaughtUp(p, 2*time.Minute)
+	e.assertMirrors("a")
+	e.assertMirrors("b")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+
+	// Offline: no daemon answers, so the table is marked and the next start
+	// copies it.
+	if out, code := cli(dbName + ".b"); code != 0 || !strings.Contains(out, "next `cdcsync run` copies it") {
+		t.Fatalf("offline resync: exit %d, output %q", code, out)
+	}
+	if out, _ := runCLI(t, "tables", "--config", e.cfgPath); !strings.Contains(out, "marked for a new copy") {
+		t.Errorf("cdcsync tables does not show the mark:\n%s", out)
+	}
+	mustExec(t, fmt.Sprintf("UPDATE %s.b SET v = -1 WHERE id %% 7 = 0", dbName))
+	p = e.start()
+	e.waitCaughtUp(p, 2*time.Minute)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	if !logHas(p.output(), "initial copy finished", "table="+dbName+".b") {
+		t.Errorf("the restart did not copy %s.b again; output:\n%s", dbName, p.output())
+	}
+	e.assertCopiedAgain("b", 1)
+	e.assertMirrors("a")
+	e.assertMirrors("b")
+}
+
+// logHas reports whether one line of out contains every part.
+func logHas(out string, parts ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// assertCopiedAgain checks that the table's history holds the first copy
+// and at least n more: snapshots that start a copy (no chunk committed)
+// after one that did not.
+func (e *env) assertCopiedAgain(name string, n int) {
+	e.t.Helper()
+	lk := e.openLake()
+	tbl, err := lk.LoadTable(context.Background(), lk.Identifier(e.dbName, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	meta := tbl.Metadata()
+	var chain []*table.Snapshot
+	for s := meta.CurrentSnapshot(); s != nil; {
+		chain = append(chain, s)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	fresh := func(s *table.Snapshot) bool {
+		after, ok := s.Summary.Properties[lake.SummaryCopyAfter]
+		return ok && after == "" && s.Summary.Properties[lake.SummaryCopyRows] == "0"
+	}
+	starts := 0
+	for i := len(chain) - 1; i >= 0; i-- {
+		if fresh(chain[i]) && (i == len(chain)-1 || !fresh(chain[i+1])) {
+			starts++
+		}
+	}
+	if starts < n+1 {
+		e.t.Errorf("%s: %d commits started a copy; want the first copy and %d more", name, starts, n)
+	}
+}

@@ -60,3 +60,37 @@ func TestPositionRoundTrip(t *testing.T) {
 		t.Fatal("malformed position accepted")
 	}
 }
+
+func TestIncludes(t *testing.T) {
+	maria := func(set, file string, off uint32) Position {
+		return Position{Flavor: FlavorMariaDB, GTIDSet: set, File: file, Offset: off, ServerUUID: "s1"}
+	}
+	cases := []struct {
+		name string
+		p, q Position
+		want bool
+		err  bool
+	}{
+		{"same GTID set", maria("0-1-10", "b.000001", 500), maria("0-1-10", "b.000001", 500), true, false},
+		{"later sequence", maria("0-1-11", "", 0), maria("0-1-10", "", 0), true, false},
+		{"earlier sequence", maria("0-1-9", "", 0), maria("0-1-10", "", 0), false, false},
+		{"a domain missing", maria("0-1-10", "", 0), maria("0-1-10,1-2-3", "", 0), false, false},
+		{"every domain ahead", maria("0-1-12,1-2-3", "", 0), maria("1-2-3,0-1-10", "", 0), true, false},
+		{"file order beats offsets", maria("", "b.000002", 4), maria("", "b.000001", 9999), true, false},
+		{"earlier offset", maria("", "b.000001", 400), maria("", "b.000001", 500), false, false},
+		{"GTID against file only compares files", maria("0-1-10", "b.000002", 339), maria("", "b.000002", 339), true, false},
+		{"no file to compare", maria("0-1-10", "", 0), maria("", "b.000001", 4), false, true},
+		{"zero is before everything", maria("", "b.000001", 4), Position{}, true, false},
+		{"other server", maria("", "b.000001", 4), Position{Flavor: FlavorMariaDB, File: "b.000001", Offset: 4, ServerUUID: "s2"}, false, true},
+		{"MySQL GTID sets", Position{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"},
+			Position{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"}, true, false},
+		{"MySQL GTID set behind", Position{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"},
+			Position{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"}, false, false},
+	}
+	for _, c := range cases {
+		got, err := c.p.Includes(c.q)
+		if (err != nil) != c.err || (err == nil && got != c.want) {
+			t.Errorf("%s: %s includes %s = %v, %v; want %v (error %v)", c.name, c.p, c.q, got, err, c.want, c.err)
+		}
+	}
+}

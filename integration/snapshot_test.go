@@ -338,6 +338,19 @@ func TestResync(t *testing.T) {
 		t.Errorf("the daemon did not log the resync; output:\n%s", p.output())
 	}
 	e.assertCopiedAgain("a", 1)
+	_, metrics := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if !strings.Contains(metrics, "\ncdcsync_copy_tables 0\n") {
+		t.Errorf("/metrics does not show cdcsync_copy_tables 0 after the copies")
+	}
+	copied := 0.0
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, `cdcsync_snapshot_rows_total{table="`+dbName+`.a"} `) {
+			copied, _ = strconv.ParseFloat(strings.Fields(line)[1], 64)
+		}
+	}
+	if copied <= 4000 {
+		t.Errorf("cdcsync_snapshot_rows_total for %s.a is %v; two copies of about 3000 rows each should count more than 4000", dbName, copied)
+	}
 	close(stop)
 	wg.Wait()
 	e.waitCaughtUp(p, 2*time.Minute)

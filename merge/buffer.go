@@ -312,6 +312,7 @@ type Buffer struct {
 	Loaded  int              // rows of the initial copy loaded (see Load)
 	End     cdcsync.Position // position after the last transaction applied or passed
 	First   time.Time        // MySQL commit time of the epoch's first transaction
+	Last    time.Time        // MySQL commit time of the epoch's last transaction
 }
 
 // NewBuffer returns an empty epoch buffer; schemas resolves a table's schema.
@@ -340,6 +341,7 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 	if b.Txns == 0 {
 		b.First = t.Time
 	}
+	b.Last = t.Time
 	b.Txns++
 	b.End = t.Pos
 	return nil

@@ -114,6 +114,7 @@ type Pipeline struct {
 	maintDone   chan struct{}      // closed when the running Maintain returns; nil when none runs
 	maintCancel context.CancelFunc // cancels the running Maintain
 	stopping    atomic.Bool        // Run is committing its last epoch: start no maintenance
+	maintSkips  int                // epochs in a row that skipped maintenance while catching up (committing goroutine)
 
 	// The initial copies (copy.go); owned by Run's goroutine.
 	copier    *copier
@@ -542,6 +543,7 @@ func (p *Pipeline) afterCommit(r commitResult) error {
 func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	buf, tables := job.buf, job.tables
 	p.awaitMaintenance()
+	maintain := p.maintenanceDue(buf)
 	start := time.Now()
 	epoch := p.nextEpoch
 	g, gctx := errgroup.WithContext(ctx)
@@ -590,8 +592,37 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	}
 	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
 		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
-	p.startMaintenance(ctx, epoch, tables)
+	if maintain {
+		p.startMaintenance(ctx, epoch, tables)
+	}
 	return commitResult{copies: job.copies}
+}
+
+// maxMaintenanceSkips bounds how many epochs in a row skip maintenance
+// while catching up, so that a lag that never ends (or a server clock far
+// behind cdcsync's) cannot starve it.
+const maxMaintenanceSkips = 10
+
+// maintenanceDue says whether the epoch in buf is followed by maintenance
+// (the committing goroutine). While cdcsync catches up on a backlog (the
+// epoch's last transaction is more than twice the interval old) it is
+// skipped: the next commit would wait for it, and the compaction would
+// rewrite files the backlog is about to add deletes to. A server clock
+// ahead of cdcsync's only makes it run every maxMaintenanceSkips+1 epochs.
+func (p *Pipeline) maintenanceDue(buf *Buffer) bool {
+	behind := !buf.Last.IsZero() && time.Since(buf.Last) > 2*p.opts.Interval
+	if !behind || p.maintSkips >= maxMaintenanceSkips {
+		if p.maintSkips > 0 && !behind {
+			p.log.Info("caught up: table maintenance runs again", "epochs_skipped", p.maintSkips)
+		}
+		p.maintSkips = 0
+		return true
+	}
+	if p.maintSkips == 0 {
+		p.log.Info("catching up on the binlog: table maintenance waits until cdcsync is caught up", "lag", time.Since(buf.Last).Round(time.Second).String())
+	}
+	p.maintSkips++
+	return false
 }
 
 // startMaintenance runs the sink's maintenance of the epoch's tables in the

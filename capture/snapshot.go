@@ -25,21 +25,23 @@ type Snapshotter struct {
 // position. On MariaDB this takes no lock: the server reports the binlog
 // position of the snapshot itself. On MySQL it holds FLUSH TABLES WITH READ
 // LOCK for the instant it takes to start the transaction and read the
-// position (the lock-free chunked snapshot is a later step).
+// position. The daemon copies tables with ChunkReader, which takes no lock;
+// this single snapshot reads whole tables at one position (the integration
+// tests compare with it).
 func BeginSnapshot(ctx context.Context, src *config.Source, flavor, serverUUID string) (*Snapshotter, error) {
 	conn, err := Connect(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	s := &Snapshotter{conn: conn}
-	if err := s.begin(flavor, serverUUID); err != nil {
+	if err := s.begin(ctx, flavor, serverUUID); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Snapshotter) begin(flavor, serverUUID string) error {
+func (s *Snapshotter) begin(ctx context.Context, flavor, serverUUID string) error {
 	stmts := append([]string{}, SnapshotSessionSQL...)
 	stmts = append(stmts, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 	for _, q := range stmts {
@@ -52,30 +54,16 @@ func (s *Snapshotter) begin(flavor, serverUUID string) error {
 		if _, err := s.conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 			return fmt.Errorf("start the snapshot transaction: %w", err)
 		}
-		res, err := s.conn.Execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+		pos, err := mariadbSnapshotPosition(ctx, s.conn, flavor, serverUUID)
 		if err != nil {
-			return fmt.Errorf("read the snapshot's binlog position: %w", err)
+			return err
 		}
-		for i := 0; i < res.RowNumber(); i++ {
-			name, _ := res.GetString(i, 0)
-			val, _ := res.GetString(i, 1)
-			switch strings.ToLower(name) {
-			case "binlog_snapshot_file":
-				s.pos.File = val
-			case "binlog_snapshot_position":
-				var off uint32
-				fmt.Sscan(val, &off)
-				s.pos.Offset = off
-			}
-		}
-		if s.pos.File == "" {
-			return fmt.Errorf("the server reports no binlog snapshot position; is the binlog on? (log_bin)")
-		}
-		res, err = s.conn.Execute("SELECT BINLOG_GTID_POS(?, ?)", s.pos.File, s.pos.Offset)
+		res, err := s.conn.Execute("SELECT BINLOG_GTID_POS(?, ?)", pos.File, pos.Offset)
 		if err != nil {
 			return fmt.Errorf("convert the snapshot position to a GTID position: %w", err)
 		}
-		s.pos.GTIDSet, _ = res.GetString(0, 0)
+		pos.GTIDSet, _ = res.GetString(0, 0)
+		s.pos = pos
 		return nil
 	}
 	if _, err := s.conn.Execute("FLUSH TABLES WITH READ LOCK"); err != nil {

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 )
@@ -21,25 +20,13 @@ func TestCrashRecovery(t *testing.T) {
 	w := newWorkload(t, dbName, seed)
 	w.run(t, 100)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var werr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := w.txn(); err != nil {
-				werr = err
-				return
-			}
-			time.Sleep(time.Duration(w.r.IntN(3)) * time.Millisecond)
+	stopLoad := inBackground(func() error {
+		if err := w.txn(); err != nil {
+			return err
 		}
-	}()
+		time.Sleep(time.Duration(w.r.IntN(3)) * time.Millisecond)
+		return nil
+	})
 
 	r := rand.New(rand.NewPCG(seed, 2))
 	faults := []string{
@@ -69,10 +56,8 @@ func TestCrashRecovery(t *testing.T) {
 			selfKills++
 		}
 	}
-	close(stop)
-	wg.Wait()
-	if werr != nil {
-		t.Fatalf("workload: %v", werr)
+	if err := stopLoad(); err != nil {
+		t.Fatalf("workload: %v", err)
 	}
 	t.Logf("%d rounds, %d killed at a protocol point by fault injection, the rest from outside", rounds, selfKills)
 	if selfKills == 0 {

@@ -81,27 +81,16 @@ func (w *ddlDML) step() error {
 	return db.Exec(q)
 }
 
-// flow runs DML until stop is closed.
-func (w *ddlDML) flow(stop chan struct{}) func() error {
-	var wg sync.WaitGroup
-	var err error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if e := w.step(); e != nil {
-				err = e
-				return
-			}
-			time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // the package-level source is safe across goroutines
+// flow runs DML in the background; the returned function stops it and
+// returns its first error.
+func (w *ddlDML) flow() func() error {
+	return inBackground(func() error {
+		if err := w.step(); err != nil {
+			return err
 		}
-	}()
-	return func() error { close(stop); wg.Wait(); return err }
+		time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // the package-level source is safe across goroutines
+		return nil
+	})
 }
 
 func (e *env) createDDLTable(rows int) {
@@ -235,7 +224,7 @@ func TestSchemaChangesWhileDMLFlows(t *testing.T) {
 	origV, _ := e.icebergSchema("t").FindFieldByName("v")
 
 	w := newDDLDML(t, e.dbName)
-	done := w.flow(make(chan struct{}))
+	done := w.flow()
 	e.runDDL(ddlSteps, w)
 	mustExec(t, "INSERT INTO it_ddl_flow.other VALUES (1, 1)")
 	if err := done(); err != nil {

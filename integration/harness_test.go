@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -300,6 +301,48 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 	}
 }
 
+// inBackground calls step again and again in a goroutine until the
+// returned stop is called or step fails; stop waits for the goroutine and
+// returns step's error. Workloads run this way while cdcsync is killed and
+// restarted.
+func inBackground(step func() error) (stop func() error) {
+	quit := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-quit:
+				done <- nil
+				return
+			default:
+			}
+			if err := step(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(quit)
+		return <-done
+	}
+}
+
+// ancestry returns the snapshots of tbl's current branch, oldest first.
+func ancestry(tbl *table.Table) []*table.Snapshot {
+	meta := tbl.Metadata()
+	var chain []*table.Snapshot
+	for s := meta.CurrentSnapshot(); s != nil; {
+		chain = append(chain, s)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
 // copying reports whether the initial copy of some table of the pipeline
 // is still running.
 func copying(t *testing.T, lk *lake.Lake, pipeline string) bool {
@@ -364,15 +407,7 @@ func (e *env) assertMirrors(table string) {
 	e.t.Helper()
 	ctx := context.Background()
 	lk := e.openLake()
-	conn, err := e.server.Connect(testenv.RootUser, "", "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ts, err := capture.LoadSchema(ctx, conn, cdcsync.TableID{Database: e.dbName, Table: table})
-	conn.Close()
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	ts := e.mysqlSchema(table)
 	want := mysqlRowsOn(e.t, e.server, ts)
 	tbl, err := lk.LoadTable(ctx, lk.Identifier(e.dbName, table))
 	if err != nil {

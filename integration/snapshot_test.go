@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 	"github.com/cdcsync/cdcsync/lake"
 )
@@ -47,7 +45,7 @@ type chunkLoad struct {
 	db   string
 }
 
-func (l *chunkLoad) txn(t *testing.T) error {
+func (l *chunkLoad) txn() error {
 	conn, err := db.Connect(testenv.RootUser, "", "")
 	if err != nil {
 		return err
@@ -100,24 +98,7 @@ func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
 	e.exec(fmt.Sprintf("INSERT INTO %s.comp SELECT seq %% 97, CONCAT('b', seq), 0 FROM %s.seq_1_to_%d", dbName, dbName, rows))
 
 	load := &chunkLoad{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4)), keys: rows + rows/10, db: dbName}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var werr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := load.txn(t); err != nil {
-				werr = err
-				return
-			}
-		}
-	}()
+	stopLoad := inBackground(func() error { return load.txn() })
 
 	resumed := 0
 	var outputs []string
@@ -137,10 +118,8 @@ func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
-	if werr != nil {
-		t.Fatalf("workload: %v", werr)
+	if err := stopLoad(); err != nil {
+		t.Fatalf("workload: %v", err)
 	}
 	if resumed == 0 {
 		t.Errorf("no restart resumed a copy with rows already committed; outputs:\n%s", strings.Join(outputs, "\n----\n"))
@@ -168,33 +147,15 @@ func (e *env) assertNeverBackInTime(name string) {
 	e.t.Helper()
 	ctx := context.Background()
 	lk := e.openLake()
-	conn, err := e.server.Connect(testenv.RootUser, "", "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ts, err := capture.LoadSchema(ctx, conn, cdcsync.TableID{Database: e.dbName, Table: name})
-	conn.Close()
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	ts := e.mysqlSchema(name)
 	tbl, err := lk.LoadTable(ctx, lk.Identifier(e.dbName, name))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	meta := tbl.Metadata()
-	var chain []*table.Snapshot
-	for s := meta.CurrentSnapshot(); s != nil; {
-		chain = append(chain, s)
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
-	}
 	verCol := ts.ColumnIndex("ver")
 	seen := map[string]int64{}
 	checked := 0
-	for i := len(chain) - 1; i >= 0; i-- {
-		s := chain[i]
+	for _, s := range ancestry(tbl) {
 		rows, err := lake.ReadRowsAt(lk.Scope(ctx), tbl, ts, s.SnapshotID)
 		if err != nil {
 			e.t.Fatal(err)
@@ -299,23 +260,17 @@ func TestResync(t *testing.T) {
 		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v BIGINT NOT NULL)", dbName, tbl))
 		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, 0 FROM %s.seq_1_to_3000", dbName, tbl, dbName))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		r := rand.New(rand.NewPCG(5, 5))
-		for v := 1; ; v++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			tbl := []string{"a", "b"}[r.IntN(2)]
-			mustExec(t, fmt.Sprintf("INSERT INTO %s.%s VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = %d", dbName, tbl, 1+r.IntN(3300), v, v))
-			time.Sleep(2 * time.Millisecond)
+	r := rand.New(rand.NewPCG(5, 5))
+	v := 0
+	stopLoad := inBackground(func() error {
+		v++
+		tbl := []string{"a", "b"}[r.IntN(2)]
+		if err := db.Exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = %d", dbName, tbl, 1+r.IntN(3300), v, v)); err != nil {
+			return err
 		}
-	}()
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
 	p := e.start()
 	e.waitCaughtUp(p, 2*time.Minute)
 
@@ -351,8 +306,9 @@ func TestResync(t *testing.T) {
 	if copied <= 4000 {
 		t.Errorf("cdcsync_snapshot_rows_total for %s.a is %v; two copies of about 3000 rows each should count more than 4000", dbName, copied)
 	}
-	close(stop)
-	wg.Wait()
+	if err := stopLoad(); err != nil {
+		t.Fatalf("workload: %v", err)
+	}
 	e.waitCaughtUp(p, 2*time.Minute)
 	e.assertMirrors("a")
 	e.assertMirrors("b")
@@ -406,22 +362,14 @@ func (e *env) assertCopiedAgain(name string, n int) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	meta := tbl.Metadata()
-	var chain []*table.Snapshot
-	for s := meta.CurrentSnapshot(); s != nil; {
-		chain = append(chain, s)
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
-	}
 	fresh := func(s *table.Snapshot) bool {
 		after, ok := s.Summary.Properties[lake.SummaryCopyAfter]
 		return ok && after == "" && s.Summary.Properties[lake.SummaryCopyRows] == "0"
 	}
 	starts := 0
-	for i := len(chain) - 1; i >= 0; i-- {
-		if fresh(chain[i]) && (i == len(chain)-1 || !fresh(chain[i+1])) {
+	chain := ancestry(tbl)
+	for i, s := range chain {
+		if fresh(s) && (i == 0 || !fresh(chain[i-1])) {
 			starts++
 		}
 	}

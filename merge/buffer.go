@@ -348,15 +348,15 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 }
 
 // Load adds rows of a table's initial copy at position pos, the position
-// of the last transaction read. needDelete(row) says whether a row needs an
+// of the last transaction read. needDelete[i] says whether rows[i] needs an
 // equality delete (see tableBuffer.load).
-func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdcsync.Position, needDelete func(cdcsync.Row) bool) error {
+func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdcsync.Position, needDelete []bool) error {
 	tb, err := b.table(id)
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if err := tb.load(r, needDelete(r)); err != nil {
+	for i, r := range rows {
+		if err := tb.load(r, needDelete[i]); err != nil {
 			return err
 		}
 	}

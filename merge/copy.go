@@ -384,25 +384,20 @@ func (p *Pipeline) mergeChunk(buf *Buffer, ct *copyTable, r *chunkResult) error 
 	schema := p.schemas[ct.id]
 	var key []byte
 	kept := r.rows[:0]
+	needDelete := make([]bool, 0, len(r.rows))
 	dropped := 0
 	for _, row := range r.rows {
 		var err error
 		if key, err = appendKey(schema, key[:0], row); err != nil {
 			return fmt.Errorf("%w: %w", ErrCopy, err)
 		}
-		if s, ok := ct.touched[string(key)]; ok && s > r.w.seq {
+		s, touched := ct.touched[string(key)]
+		if touched && s > r.w.seq {
 			dropped++ // the stream has a newer image
 			continue
 		}
 		kept = append(kept, row)
-	}
-	needDelete := func(row cdcsync.Row) bool {
-		if !ct.clean {
-			return true
-		}
-		k, _ := appendKey(schema, key[:0], row)
-		_, ok := ct.touched[string(k)]
-		return ok
+		needDelete = append(needDelete, touched || !ct.clean)
 	}
 	if err := buf.Load(ct.id, kept, rowsBytes(kept), p.pos, needDelete); err != nil {
 		return fmt.Errorf("%w: %w", ErrCopy, err)

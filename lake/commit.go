@@ -28,7 +28,7 @@ type Committed struct {
 // returns the newest commit of this pipeline. Snapshots of other writers
 // (maintenance jobs) are passed over.
 func (t *Table) Committed() (Committed, error) {
-	return committedIn(t.tbl, t.pipeline)
+	return committedIn(t.current(), t.pipeline)
 }
 
 func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
@@ -68,13 +68,15 @@ type Epoch struct {
 	Pos    cdcsync.Position
 }
 
-func (t *Table) summary(e Epoch) iceberg.Properties {
+// summary is the snapshot summary of an epoch commit; copying is the
+// table's initial-copy progress to record with it (none once Done).
+func (t *Table) summary(e Epoch, copying *cdcsync.CopyState) iceberg.Properties {
 	p := iceberg.Properties{
 		SummaryPipeline: t.pipeline,
 		SummaryEpoch:    strconv.FormatInt(e.Number, 10),
 		SummaryPosition: e.Pos.Encode(),
 	}
-	if c := t.copying; c != nil && !c.Done {
+	if c := copying; c != nil && !c.Done {
 		p[SummaryCopyAfter] = c.After
 		p[SummaryCopyRows] = strconv.FormatInt(c.Rows, 10)
 	}
@@ -83,40 +85,37 @@ func (t *Table) summary(e Epoch) iceberg.Properties {
 
 // Copying returns the progress of the table's initial copy as last
 // committed, or nil when no copy runs.
-func (t *Table) Copying() *cdcsync.CopyState { return t.copying }
+func (t *Table) Copying() *cdcsync.CopyState { return t.state.copying.Load() }
 
 // StartCopy empties the table at the epoch's position and records a fresh
 // initial copy (and drops a recopy mark), in one commit.
 func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
 	ctx = t.scope(ctx)
-	prev := t.copying
-	t.copying = &cdcsync.CopyState{}
-	base := t.tbl
+	t.state.commitMu.Lock()
+	defer t.state.commitMu.Unlock()
+	copying := &cdcsync.CopyState{}
+	base := t.current()
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		t.copying = prev
 		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	if _, ok := t.NeedsRecopy(); ok {
 		if err := tx.RemoveProperties([]string{PropRecopy}); err != nil {
-			t.copying = prev
 			return fmt.Errorf("%s: %w", t.ID, err)
 		}
 	}
 	if base.CurrentSnapshot() != nil {
-		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e)); err != nil {
-			t.copying = prev
+		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, copying)); err != nil {
 			return fmt.Errorf("empty %s for its copy: %w", t.ID, err)
 		}
 	}
-	if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
-		t.copying = prev
+	if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
 		return fmt.Errorf("record the start of the copy of %s: %w", t.ID, err)
 	}
 	if err := t.finish(ctx, tx, e, base); err != nil {
-		t.copying = prev
 		return err
 	}
+	t.state.copying.Store(copying)
 	return nil
 }
 
@@ -142,32 +141,32 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if len(deletes) == 0 && len(rows) == 0 && copying == nil {
 		return nil
 	}
-	prev := t.copying
-	t.copying = copying
-	err := t.commit(ctx, e, deletes, rows)
-	if err != nil {
-		t.copying = prev
+	t.state.commitMu.Lock()
+	defer t.state.commitMu.Unlock()
+	if err := t.commit(ctx, e, deletes, rows, copying); err != nil {
+		return err
 	}
-	if t.copying != nil && t.copying.Done {
-		t.copying = nil
+	if copying != nil && copying.Done {
+		copying = nil
 	}
-	return err
+	t.state.copying.Store(copying)
+	return nil
 }
 
-func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row) error {
-	base := t.tbl
+func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
+	base := t.current()
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	if len(deletes) == 0 && len(rows) == 0 {
 		// Only the copy's progress (an empty chunk, the end of the copy).
-		if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
+		if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
 			return fmt.Errorf("record the copy progress of %s: %w", t.ID, err)
 		}
 		return t.finish(ctx, tx, e, base)
 	}
-	rd := tx.NewRowDelta(t.summary(e))
+	rd := tx.NewRowDelta(t.summary(e, copying))
 	if len(rows) > 0 {
 		files, err := t.writeData(ctx, base, sliceBatches(t.dataOut, rows))
 		if err != nil {
@@ -206,7 +205,7 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	}
 	next, err := tx.Commit(ctx)
 	if err == nil {
-		t.tbl = next
+		t.setCurrent(next)
 		return nil
 	}
 	// The catalog may have applied the commit and failed afterwards: the
@@ -217,7 +216,7 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	}
 	c, cerr := committedIn(fresh, t.pipeline)
 	if cerr == nil && c.Found && c.Epoch == e.Number && c.Pos == e.Pos {
-		t.tbl = fresh
+		t.setCurrent(fresh)
 		return nil
 	}
 	if cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot(); snapshotID(cur) != snapshotID(old) {
@@ -227,7 +226,7 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 			// adds files, whose equality deletes get a higher sequence number
 			// than anything a rewrite wrote and so still apply to the
 			// rewritten rows: committing again on top is safe.
-			t.tbl = fresh
+			t.setCurrent(fresh)
 			return fmt.Errorf("commit epoch %d to %s: %s rewrote files (snapshot %d, operation replace) since cdcsync loaded snapshot %d; "+
 				"the table is reloaded and the commit retried: %w", e.Number, t.ID, writerOf(cur), snapshotID(cur), snapshotID(old), err)
 		}
@@ -243,7 +242,7 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 			"stop the other writer (two cdcsync daemons must not share a pipeline name), then restart cdcsync",
 			e.Number, t.ID, who, snapshotID(cur), snapshotID(old), ErrConflict)
 	}
-	t.tbl = fresh
+	t.setCurrent(fresh)
 	return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
 }
 
@@ -255,7 +254,7 @@ func snapshotID(s *table.Snapshot) int64 {
 }
 
 func (t *Table) reload(ctx context.Context) (*table.Table, error) {
-	fresh := *t.tbl
+	fresh := *t.current()
 	if err := fresh.Refresh(ctx); err != nil {
 		return nil, err
 	}

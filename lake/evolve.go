@@ -143,7 +143,7 @@ type ShadowState struct {
 
 // Stopped returns why cdcsync stopped mirroring the table, if it did.
 func (t *Table) Stopped() (StopInfo, bool) {
-	v, ok := t.tbl.Properties()[PropStopped]
+	v, ok := t.current().Properties()[PropStopped]
 	if !ok {
 		return StopInfo{}, false
 	}
@@ -156,7 +156,7 @@ func (t *Table) Stopped() (StopInfo, bool) {
 
 // NeedsRecopy reports whether the table is marked to be copied again.
 func (t *Table) NeedsRecopy() (string, bool) {
-	v, ok := t.tbl.Properties()[PropRecopy]
+	v, ok := t.current().Properties()[PropRecopy]
 	return v, ok
 }
 
@@ -165,7 +165,7 @@ func (t *Table) SchemaPos() cdcsync.Position { return t.schemaPos }
 
 // Shadows returns the shadow tables remembered with the table.
 func (t *Table) Shadows() ([]ShadowState, error) {
-	v, ok := t.tbl.Properties()[PropShadows]
+	v, ok := t.current().Properties()[PropShadows]
 	if !ok || v == "" {
 		return nil, nil
 	}
@@ -303,7 +303,7 @@ func abbreviate(s string, n int) string {
 // a reload shows them applied.
 func (t *Table) setProps(ctx context.Context, e Epoch, set iceberg.Properties, remove []string) error {
 	ctx = t.scope(ctx)
-	tx := t.tbl.NewTransaction()
+	tx := t.current().NewTransaction()
 	if len(set) > 0 {
 		if err := tx.SetProperties(set); err != nil {
 			return fmt.Errorf("%s: %w", t.ID, err)
@@ -316,7 +316,7 @@ func (t *Table) setProps(ctx context.Context, e Epoch, set iceberg.Properties, r
 	}
 	next, err := tx.Commit(ctx)
 	if err == nil {
-		t.tbl = next
+		t.setCurrent(next)
 		return nil
 	}
 	fresh, lerr := t.reload(ctx)
@@ -335,7 +335,7 @@ func (t *Table) setProps(ctx context.Context, e Epoch, set iceberg.Properties, r
 			applied = false
 		}
 	}
-	t.tbl = fresh
+	t.setCurrent(fresh)
 	if applied {
 		return nil
 	}
@@ -358,7 +358,7 @@ func (t *Table) updateShadow(ctx context.Context, e Epoch, sh *cdcsync.Shadow) e
 		list = append(list, toStored(*sh, e.Pos))
 	}
 	if len(list) == 0 {
-		if _, ok := t.tbl.Properties()[PropShadows]; !ok {
+		if _, ok := t.current().Properties()[PropShadows]; !ok {
 			return nil
 		}
 		return t.setProps(ctx, e, nil, []string{PropShadows})
@@ -383,17 +383,17 @@ func toStored(s cdcsync.Shadow, pos cdcsync.Position) storedShadow {
 // commit's.
 func (t *Table) truncate(ctx context.Context, e Epoch) error {
 	ctx = t.scope(ctx)
-	base := t.tbl
+	base := t.current()
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	if base.CurrentSnapshot() != nil {
-		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e)); err != nil {
+		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, t.Copying())); err != nil {
 			return fmt.Errorf("truncate %s: %w", t.ID, err)
 		}
 	}
-	if err := tx.AddFiles(ctx, nil, t.summary(e), false); err != nil {
+	if err := tx.AddFiles(ctx, nil, t.summary(e, t.Copying()), false); err != nil {
 		return fmt.Errorf("record the truncation of %s: %w", t.ID, err)
 	}
 	return t.finish(ctx, tx, e, base)
@@ -403,12 +403,12 @@ func (t *Table) truncate(ctx context.Context, e Epoch) error {
 // new name and records the new name and schema.
 func (l *Lake) rename(ctx context.Context, t *Table, e Epoch, ch *cdcsync.SchemaChange) (*Table, error) {
 	to := l.Identifier(ch.NewID.Database, ch.NewID.Table)
-	tbl := t.tbl
+	tbl := t.current()
 	if !slices.Equal(to, t.Ident) {
 		if err := l.cat.CreateNamespace(ctx, table.Identifier{to[0]}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil, fmt.Errorf("create namespace %s: %w", to[0], err)
 		}
-		if other, err := l.cat.LoadTable(ctx, to); err == nil && other.Metadata().TableUUID() != t.tbl.Metadata().TableUUID() {
+		if other, err := l.cat.LoadTable(ctx, to); err == nil && other.Metadata().TableUUID() != t.current().Metadata().TableUUID() {
 			return nil, fmt.Errorf("%w: cannot rename the Iceberg table %s to %s (MySQL %s renamed to %s): an Iceberg table of that name exists; "+
 				"drop it if it is stale", ErrIncompatible, strings.Join(t.Ident, "."), strings.Join(to, "."), t.ID, ch.NewID)
 		}
@@ -417,7 +417,7 @@ func (l *Lake) rename(ctx context.Context, t *Table, e Epoch, ch *cdcsync.Schema
 		if err != nil {
 			// Maybe the rename was applied and the answer lost.
 			fresh, lerr := l.cat.LoadTable(ctx, to)
-			if lerr != nil || fresh.Metadata().TableUUID() != t.tbl.Metadata().TableUUID() {
+			if lerr != nil || fresh.Metadata().TableUUID() != t.current().Metadata().TableUUID() {
 				return nil, fmt.Errorf("rename the Iceberg table %s to %s (MySQL %s renamed to %s): %w", strings.Join(t.Ident, "."),
 					strings.Join(to, "."), t.ID, ch.NewID, err)
 			}
@@ -454,7 +454,7 @@ func (l *Lake) evolve(ctx context.Context, t *Table, e Epoch, ch *cdcsync.Schema
 	if len(ch.Sources) != len(ch.Schema.Columns) {
 		return nil, fmt.Errorf("schema change of %s: %d sources for %d columns", t.ID, len(ch.Sources), len(ch.Schema.Columns))
 	}
-	base := t.tbl
+	base := t.current()
 	tx := base.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.ID, err)
@@ -497,7 +497,7 @@ func (l *Lake) evolve(ctx context.Context, t *Table, e Epoch, ch *cdcsync.Schema
 		}
 		got, pos, ok, _ := storedState(fresh)
 		if !ok || pos != e.Pos || EncodeSchema(got, pos) != EncodeSchema(ch.Schema, e.Pos) {
-			t.tbl = fresh
+			t.setCurrent(fresh)
 			return nil, fmt.Errorf("evolve %s at %s: %w", t.ID, e.Pos, err)
 		}
 		next = fresh
@@ -654,7 +654,7 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 			}
 		}
 	}
-	_, recs, err := t.tbl.Scan().ToArrowRecords(ctx)
+	_, recs, err := t.current().Scan().ToArrowRecords(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read %s to rewrite it: %w", t.ID, err)
 	}
@@ -714,11 +714,11 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 	if readErr != nil {
 		return 0, readErr
 	}
-	if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e)); err != nil {
+	if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, t.Copying())); err != nil {
 		return 0, fmt.Errorf("replace the rows of %s: %w", t.ID, err)
 	}
 	if len(files) > 0 {
-		if err := tx.NewRowDelta(t.summary(e)).AddRows(files...).Commit(ctx); err != nil {
+		if err := tx.NewRowDelta(t.summary(e, t.Copying())).AddRows(files...).Commit(ctx); err != nil {
 			return 0, fmt.Errorf("stage the rewritten rows of %s: %w", t.ID, err)
 		}
 	}
@@ -748,7 +748,7 @@ func convertValue(v any, k cdcsync.Kind) any {
 // refills it.
 func (l *Lake) PrepareRecopy(ctx context.Context, t *Table, ts *cdcsync.TableSchema) (*Table, error) {
 	ctx = l.Scope(ctx)
-	cur := t.tbl.Schema()
+	cur := t.current().Schema()
 	old := t.Schema
 	ch := &cdcsync.SchemaChange{Table: ts.ID, Kind: cdcsync.ChangeSchema, Schema: ts}
 	for _, c := range ts.Columns {
@@ -764,7 +764,7 @@ func (l *Lake) PrepareRecopy(ctx context.Context, t *Table, ts *cdcsync.TableSch
 		}
 		ch.Sources = append(ch.Sources, src)
 	}
-	tx := t.tbl.NewTransaction()
+	tx := t.current().NewTransaction()
 	if _, err := evolveSchema(tx, cur, old, ch); err != nil {
 		return nil, fmt.Errorf("evolve the Iceberg schema of %s for its new copy: %w", t.ID, err)
 	}

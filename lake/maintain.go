@@ -71,7 +71,7 @@ func (s TableStats) AvgFileBytes() float64 {
 }
 
 // Stats reads the table's statistics from its current snapshot summary.
-func (t *Table) Stats() TableStats { return statsOf(t.tbl) }
+func (t *Table) Stats() TableStats { return statsOf(t.current()) }
 
 func statsOf(tbl *table.Table) TableStats {
 	st := TableStats{Snapshots: len(tbl.Metadata().Snapshots())}
@@ -107,8 +107,10 @@ type CompactOptions struct {
 	// epoch commits of this pipeline landed while it ran (cdcsync compact,
 	// which runs next to the daemon). Without it such a rewrite is dropped.
 	Replay bool
-	// Fault is called at "during-compaction", after the new files are
-	// written and before the catalog commit. Tests only.
+	// Fault is called at "compaction-written", after the new files are
+	// written and before the commit lock is taken, and at
+	// "during-compaction", under the lock before the catalog commit. Tests
+	// only.
 	Fault func(point string)
 }
 
@@ -211,13 +213,13 @@ func (t *Table) CompactionDue(o CompactOptions) bool {
 // reading them through a scan that applies every delete; drops the delete
 // files that apply to nothing any more; and merges manifests. It commits one
 // "replace" snapshot (plus one for the manifests) marked with
-// cdcsync.maintenance, never the epoch keys. The caller must not commit the
-// table concurrently.
+// cdcsync.maintenance, never the epoch keys. Epoch commits may run while it
+// reads and writes files; its own commit takes the table's commit lock.
 func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResult, err error) {
 	ctx = t.scope(ctx)
 	began := time.Now()
 	defer func() { res.Duration = time.Since(began) }()
-	base := t.tbl
+	base := t.current()
 	snap := base.CurrentSnapshot()
 	if snap == nil {
 		return res, nil
@@ -254,15 +256,57 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		}
 		results = append(results, gr)
 	}
+	if o.Fault != nil {
+		o.Fault("compaction-written")
+	}
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, cleanup, &res); err != nil {
+		return res, err
+	}
+	if o.MaxManifests > 0 {
+		before, after, err := t.mergeManifests(ctx, o.MaxManifests)
+		res.ManifestsBefore, res.ManifestsAfter = before, after
+		if err != nil {
+			return res, err
+		}
+	}
+	res.DeleteFilesAfter = t.Stats().DeleteFiles
+	return res, nil
+}
 
+// commitCompaction commits the rewrite of the files that results replace,
+// read from base's current snapshot, under the table's commit lock. Epochs
+// this pipeline committed since base (the rewrite runs while they commit)
+// only add files and equality deletes at higher sequence numbers, which
+// keep applying to the rewritten files (pinned to base's number): the
+// rewrite is staged again on top of them.
+func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
+	results []table.CompactionGroupResult, cleanup func(), res *CompactResult) error {
+	t.state.commitMu.Lock()
+	defer t.state.commitMu.Unlock()
+	snap := base.CurrentSnapshot()
 	runID := newRunID()
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
 		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, runID)
 	}
+	if cur := t.current(); snapshotID(cur.CurrentSnapshot()) != snapshotID(snap) {
+		if !onlyEpochsSince(cur, base, t.pipeline) {
+			cleanup()
+			return t.compactionConflict(cur.CurrentSnapshot())
+		}
+		res.Replays++
+		plan, err := cur.Scan().PlanFiles(ctx)
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
+		}
+		base, tasks = cur, plan
+	} else {
+		base = cur // the same snapshot; properties may have changed
+	}
 	tx, removedDeletes, err := stage(base, tasks)
 	if err != nil {
 		cleanup()
-		return res, err
+		return err
 	}
 	if tx != nil {
 		if o.Fault != nil {
@@ -274,7 +318,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			if lerr != nil {
 				// Unknown outcome: keep the files, orphan cleanup removes them
 				// if the commit did not happen.
-				return res, fmt.Errorf("commit the compaction of %s: %w (and reloading the table failed: %v)", t.ID, err, lerr)
+				return fmt.Errorf("commit the compaction of %s: %w (and reloading the table failed: %v)", t.ID, err, lerr)
 			}
 			if hasRun(fresh, base, runID) {
 				if cur := fresh.CurrentSnapshot(); cur != nil && cur.Summary != nil && cur.Summary.Properties[SummaryMaintenanceRun] == runID {
@@ -283,18 +327,17 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 				}
 				// It went through, and another writer committed on top: the
 				// next epoch commit sees that writer's snapshot and decides.
-				return res, fmt.Errorf("the compaction of %s was committed, then %s committed snapshot %d (operation %s)",
+				return fmt.Errorf("the compaction of %s was committed, then %s committed snapshot %d (operation %s)",
 					t.ID, writerOf(fresh.CurrentSnapshot()), snapshotID(fresh.CurrentSnapshot()), operationOf(fresh.CurrentSnapshot()))
 			}
 			cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot()
 			if snapshotID(cur) == snapshotID(old) {
 				cleanup()
-				return res, fmt.Errorf("commit the compaction of %s: %w", t.ID, err)
+				return fmt.Errorf("commit the compaction of %s: %w", t.ID, err)
 			}
 			if !o.Replay || attempt > 3 || !onlyEpochsSince(fresh, base, t.pipeline) {
 				cleanup()
-				return res, fmt.Errorf("%w: %s committed snapshot %d (operation %s) while compacting %s; the compaction was dropped and runs again later",
-					ErrCompactionConflict, writerOf(cur), snapshotID(cur), operationOf(cur), t.ID)
+				return t.compactionConflict(cur)
 			}
 			// Only epoch commits of this pipeline landed: they add files and
 			// equality deletes at higher sequence numbers, which keep applying
@@ -304,20 +347,20 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			plan, perr := fresh.Scan().PlanFiles(ctx)
 			if perr != nil {
 				cleanup()
-				return res, fmt.Errorf("compact %s: plan files: %w", t.ID, perr)
+				return fmt.Errorf("compact %s: plan files: %w", t.ID, perr)
 			}
 			var serr error
 			if tx, removedDeletes, serr = stage(fresh, plan); serr != nil {
 				cleanup()
-				return res, serr
+				return serr
 			}
 			if tx == nil {
 				cleanup()
-				return res, nil
+				return nil
 			}
 			next, err = tx.Commit(ctx)
 		}
-		t.tbl = next
+		t.setCurrent(next)
 		res.Snapshot = snapshotID(next.CurrentSnapshot())
 		res.RemovedDeletes = removedDeletes
 		for _, gr := range results {
@@ -328,15 +371,14 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			res.BytesAfter += gr.BytesAfter
 		}
 	}
-	if o.MaxManifests > 0 {
-		before, after, err := t.mergeManifests(ctx, o.MaxManifests)
-		res.ManifestsBefore, res.ManifestsAfter = before, after
-		if err != nil {
-			return res, err
-		}
-	}
-	res.DeleteFilesAfter = t.Stats().DeleteFiles
-	return res, nil
+	return nil
+}
+
+// compactionConflict is the error of a compaction dropped because another
+// writer committed cur while it ran.
+func (t *Table) compactionConflict(cur *table.Snapshot) error {
+	return fmt.Errorf("%w: %s committed snapshot %d (operation %s) while compacting %s; the compaction was dropped and runs again later",
+		ErrCompactionConflict, writerOf(cur), snapshotID(cur), operationOf(cur), t.ID)
 }
 
 // selectCompaction picks the files to rewrite, grouped by partition: in
@@ -548,7 +590,9 @@ func deadDeletes(ctx context.Context, tbl *table.Table, tasks []table.FileScanTa
 // mergeManifests rewrites the data manifests into target-sized ones when the
 // current snapshot has more than max manifests.
 func (t *Table) mergeManifests(ctx context.Context, max int) (before, after int, err error) {
-	base := t.tbl
+	t.state.commitMu.Lock()
+	defer t.state.commitMu.Unlock()
+	base := t.current()
 	snap := base.CurrentSnapshot()
 	if snap == nil {
 		return 0, 0, nil
@@ -582,12 +626,12 @@ func (t *Table) mergeManifests(ctx context.Context, max int) (before, after int,
 		if lerr == nil {
 			if cur := fresh.CurrentSnapshot(); cur != nil && cur.ParentSnapshotID != nil && *cur.ParentSnapshotID == snap.SnapshotID &&
 				cur.Summary != nil && cur.Summary.Operation == table.OpReplace && cur.Summary.Properties["manifests-created"] != "" {
-				t.tbl = fresh // the commit went through after all
+				t.setCurrent(fresh) // the commit went through after all
 			}
 		}
 		return before, after, fmt.Errorf("merge manifests of %s: %w", t.ID, err)
 	}
-	t.tbl = next
+	t.setCurrent(next)
 	after = before - len(r.RewrittenManifests) + len(r.AddedManifests)
 	return before, after, nil
 }
@@ -680,7 +724,7 @@ type ExpireResult struct {
 // at least minKeep, and every snapshot down to this pipeline's last epoch
 // commit, so that Committed still finds it.
 func (t *Table) retainCount(minKeep int) int {
-	meta := t.tbl.Metadata()
+	meta := t.current().Metadata()
 	i := 0
 	for s := meta.CurrentSnapshot(); s != nil; i++ {
 		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == t.pipeline {
@@ -697,7 +741,7 @@ func (t *Table) retainCount(minKeep int) int {
 // ExpiryDue reports, from the metadata alone, whether some snapshot would be
 // expired.
 func (t *Table) ExpiryDue(maxAge time.Duration, minKeep int) bool {
-	meta := t.tbl.Metadata()
+	meta := t.current().Metadata()
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
 		return false
@@ -729,25 +773,10 @@ func (t *Table) ExpireSnapshots(ctx context.Context, maxAge time.Duration, minKe
 	ctx = t.scope(ctx)
 	began := time.Now()
 	defer func() { res.Duration = time.Since(began) }()
-	base := t.tbl
-	if base.CurrentSnapshot() == nil {
-		return res, nil
+	base, next, err := t.commitExpiry(ctx, maxAge, minKeep)
+	if err != nil || next == nil {
+		return res, err
 	}
-	tx := base.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
-	}
-	if err := tx.ExpireSnapshots(table.WithRetainLast(t.retainCount(minKeep)), table.WithOlderThan(maxAge), table.WithPostCommit(false)); err != nil {
-		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
-	}
-	next, err := tx.Commit(ctx)
-	if err != nil {
-		if fresh, lerr := t.reload(ctx); lerr == nil && snapshotID(fresh.CurrentSnapshot()) == snapshotID(base.CurrentSnapshot()) {
-			t.tbl = fresh // same data; the expiry may or may not have happened
-		}
-		return res, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
-	}
-	t.tbl = next
 	kept := map[int64]bool{}
 	for _, s := range next.Metadata().Snapshots() {
 		kept[s.SnapshotID] = true
@@ -773,6 +802,33 @@ func (t *Table) ExpireSnapshots(ctx context.Context, maxAge time.Duration, minKe
 		return res, fmt.Errorf("delete the files of the %d expired snapshots of %s (orphan cleanup removes them later): %w", len(expired), t.ID, err)
 	}
 	return res, nil
+}
+
+// commitExpiry commits the expiry under the table's commit lock and returns
+// the table before and after it; next is nil when there is no snapshot.
+func (t *Table) commitExpiry(ctx context.Context, maxAge time.Duration, minKeep int) (base, next *table.Table, err error) {
+	t.state.commitMu.Lock()
+	defer t.state.commitMu.Unlock()
+	base = t.current()
+	if base.CurrentSnapshot() == nil {
+		return base, nil, nil
+	}
+	tx := base.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return base, nil, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	if err := tx.ExpireSnapshots(table.WithRetainLast(t.retainCount(minKeep)), table.WithOlderThan(maxAge), table.WithPostCommit(false)); err != nil {
+		return base, nil, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	next, err = tx.Commit(ctx)
+	if err != nil {
+		if fresh, lerr := t.reload(ctx); lerr == nil && snapshotID(fresh.CurrentSnapshot()) == snapshotID(base.CurrentSnapshot()) {
+			t.setCurrent(fresh) // same data; the expiry may or may not have happened
+		}
+		return base, nil, fmt.Errorf("expire snapshots of %s: %w", t.ID, err)
+	}
+	t.setCurrent(next)
+	return base, next, nil
 }
 
 // ignoreNotExist drops the "no such file" errors from a (joined) error.
@@ -1066,7 +1122,7 @@ func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task str
 		if err != nil {
 			return rep, err
 		}
-		m.log.Info("snapshots expired", "table", t.ID.String(), "expired", r.Expired, "snapshots_left", len(t.tbl.Metadata().Snapshots()),
+		m.log.Info("snapshots expired", "table", t.ID.String(), "expired", r.Expired, "snapshots_left", len(t.current().Metadata().Snapshots()),
 			"seconds", r.Duration.Seconds())
 	case "orphans":
 		st.lastOrphans = time.Now()

@@ -685,3 +685,97 @@ func TestMaintainSharesTheBudget(t *testing.T) {
 		t.Fatalf("compactions per call: %q", got)
 	}
 }
+
+// TestCompactWhileEpochsCommit: in the daemon the compaction reads and
+// writes files while epochs commit through the same Table; its commit is
+// staged again on top of them, and their updates and deletes still apply to
+// the rewritten rows.
+func TestCompactWhileEpochsCommit(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("epochs between the rewrite and its commit", func(t *testing.T) {
+		e := newKV(t, "p")
+		e.commit(nil, keys(1, 50), "copy", nil)
+		e.churn(5)
+		readSeq := e.tbl.Iceberg().CurrentSnapshot().SequenceNumber
+		o := testOpts()
+		o.Force = true
+		o.Fault = func(point string) {
+			if point == "compaction-written" {
+				e.commit(nil, []int64{3, 60}, "during", []int64{4})
+				e.commit(nil, []int64{5}, "during2", []int64{3})
+			}
+		}
+		res, err := e.tbl.Compact(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Committed() || res.Replays != 1 || res.RewrittenFiles != 6 {
+			t.Fatalf("compaction: %+v; want it committed on top of the two epochs", res)
+		}
+		e.assertModel(e.tbl.Iceberg())
+		tasks, err := e.tbl.Iceberg().Scan().PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rewritten int
+		for _, tk := range tasks {
+			if *tk.DataSequenceNumber == readSeq {
+				rewritten++
+				if len(tk.EqualityDeleteFiles) != 2 {
+					t.Errorf("the rewritten file has %d equality delete files applied; want the two epochs'", len(tk.EqualityDeleteFiles))
+				}
+			}
+		}
+		if rewritten != 1 || len(tasks) != 3 {
+			t.Fatalf("%d data files (%d at the read sequence number %d); want the rewritten file and the two epochs'", len(tasks), rewritten, readSeq)
+		}
+		c, err := e.tbl.Committed()
+		if err != nil || c.Epoch != e.epoch {
+			t.Fatalf("Committed = %+v, %v; want epoch %d", c, err, e.epoch)
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		e := newKV(t, "p")
+		e.commit(nil, keys(1, 100), "copy", nil)
+		e.churn(4)
+		o := testOpts()
+		o.Force = true
+		stop := make(chan struct{})
+		done := make(chan error, 1)
+		var committed int
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				res, err := e.tbl.Compact(ctx, o)
+				if err != nil {
+					done <- err
+					return
+				}
+				if res.Committed() {
+					committed++
+				}
+			}
+		}()
+		e.churn(30)
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatalf("a compaction running next to epoch commits failed: %v", err)
+		}
+		t.Logf("%d compactions committed while 30 epochs committed", committed)
+		if committed == 0 {
+			t.Fatal("no compaction committed")
+		}
+		e.assertModel(e.tbl.Iceberg())
+		if _, err := e.tbl.Compact(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		e.assertModel(e.tbl.Iceberg())
+	})
+}

@@ -14,7 +14,7 @@ import (
 // file, and returns canonical rows; limit <= 0 reads everything.
 func (t *Table) ReadRows(ctx context.Context, limit int64) ([]cdcsync.Row, error) {
 	ctx = t.scope(ctx)
-	return ReadRows(ctx, t.tbl, t.Schema, limit)
+	return ReadRows(ctx, t.current(), t.Schema, limit)
 }
 
 // ReadRows scans an Iceberg table mirrored from ts.

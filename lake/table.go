@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -16,12 +18,19 @@ import (
 
 // Table is one MySQL table's Iceberg mirror, as cdcsync last loaded or
 // committed it.
+//
+// Epoch commits and table maintenance may run in different goroutines: the
+// heavy part of a compaction (reading and writing files) runs while epochs
+// commit, and every catalog commit of cdcsync's writers takes the table's
+// commit lock, so they never race each other in the catalog. Schema changes
+// (ApplyChange, PrepareRecopy, MarkRecopy) and StartCopy must not run while
+// maintenance runs; the pipeline waits for it first.
 type Table struct {
 	ID     cdcsync.TableID
 	Ident  table.Identifier
 	Schema *cdcsync.TableSchema
 
-	tbl      *table.Table
+	state    *tableState
 	scope    func(context.Context) context.Context
 	pipeline string
 	dataOut  *rowLayout // data files: every column
@@ -29,17 +38,36 @@ type Table struct {
 	eqIDs    []int
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
-	// copying is the progress of the table's initial copy, recorded with
-	// every commit while it runs; nil when no copy runs.
-	copying *cdcsync.CopyState
 
 	// BeforeCommit, when set, runs after the files are written and before
 	// the catalog commit; tests use it to crash in that window.
 	BeforeCommit func()
 }
 
+// tableState is what the goroutines that commit to a table share.
+type tableState struct {
+	// commitMu serializes cdcsync's catalog commits to the table (epochs,
+	// the copy's start, compaction, manifest merges, snapshot expiry), so
+	// that each one stages on the table as the previous one left it.
+	commitMu sync.Mutex
+	tbl      atomic.Pointer[table.Table] // the table as last loaded or committed
+	// copying is the progress of the table's initial copy, recorded with
+	// every commit while it runs; nil when no copy runs.
+	copying atomic.Pointer[cdcsync.CopyState]
+}
+
+func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
+	st := &tableState{}
+	st.tbl.Store(tbl)
+	st.copying.Store(copying)
+	return st
+}
+
+func (t *Table) current() *table.Table     { return t.state.tbl.Load() }
+func (t *Table) setCurrent(x *table.Table) { t.state.tbl.Store(x) }
+
 // Iceberg returns the underlying iceberg-go table.
-func (t *Table) Iceberg() *table.Table { return t.tbl }
+func (t *Table) Iceberg() *table.Table { return t.current() }
 
 // IcebergSchema maps a MySQL table schema to an Iceberg schema whose field ids
 // are the column ordinals and whose identifier fields are the primary key.
@@ -155,7 +183,7 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			t.schemaPos = pos
 			return t, nil
 		}
-		return &Table{ID: ts.ID, Ident: ident, Schema: s, tbl: tbl, scope: l.Scope, pipeline: l.cfg.Pipeline, schemaPos: pos}, nil
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, schemaPos: pos}, nil
 	}
 	if !ok {
 		if err := compatibleColumns(ts, tbl.Schema()); err != nil {
@@ -270,8 +298,8 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	return &Table{ID: ts.ID, Ident: ident, Schema: ts, tbl: tbl, scope: l.Scope, pipeline: l.cfg.Pipeline,
-		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs, copying: c.Copy}, nil
+	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline,
+		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs}, nil
 }
 
 // rowLayout maps an Arrow schema derived from the Iceberg schema to the

@@ -202,7 +202,7 @@ func BenchmarkWriteArrow(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		files, err := t.writeData(ctx, t.tbl, sliceBatches(t.dataOut, rows))
+		files, err := t.writeData(ctx, t.current(), sliceBatches(t.dataOut, rows))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func BenchmarkWriteParquetGo(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	fio := icebergio.LocalFS{}
-	meta := t.tbl.Metadata()
+	meta := t.current().Metadata()
 
 	// Setup check: field ids and statistics in the file, bounds in the DataFile.
 	var check bytes.Buffer

@@ -38,6 +38,9 @@ type fakeMySQL struct {
 	// lagging makes a chunk's snapshot miss the last transaction: the
 	// snapshot position then predates what the stream may have read.
 	lagging bool
+	// readDelay is how long a chunk read takes (1ms when zero), which lets
+	// the workload move on meanwhile.
+	readDelay time.Duration
 }
 
 func (f *fakeMySQL) Estimate(context.Context, *cdcsync.TableSchema) (int64, error) {
@@ -80,7 +83,11 @@ func (f *fakeMySQL) NextBound(_ context.Context, _ *cdcsync.TableSchema, after s
 }
 
 func (f *fakeMySQL) ReadChunk(_ context.Context, _ *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error) {
-	time.Sleep(time.Millisecond) // let the workload move on meanwhile
+	if f.readDelay > 0 {
+		time.Sleep(f.readDelay)
+	} else {
+		time.Sleep(time.Millisecond)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
@@ -277,6 +284,7 @@ func TestCopyWhileStreamingConverges(t *testing.T) {
 func TestCopyResumesAfterCrashes(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	db := newFakeMySQL(8000)
+	db.readDelay = 5 * time.Millisecond // slow enough that no session copies it all before its crash
 	sink := &icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}
 	st, clean := &cdcsync.CopyState{}, true
 	var afters []string

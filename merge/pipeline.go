@@ -29,10 +29,12 @@ type Sink interface {
 // Maintainer is implemented by a Sink that maintains its tables
 // (compaction, snapshot expiry, orphan cleanup). The pipeline calls Maintain
 // with the tables of an epoch once that epoch is checkpointed, in a goroutine
-// of its own: the pipeline keeps collecting the next epoch meanwhile, but
-// the next commit waits until Maintain has returned, so maintenance never
-// runs while a table is being committed. ctx is cancelled when the pipeline
-// stops. An error is logged and does not stop the pipeline.
+// of its own, and goes on collecting and committing epochs meanwhile: the
+// sink must let Commit run next to Maintain on the same table. One Maintain
+// runs at a time (an epoch that ends while it runs gets none), and schema
+// changes, resyncs and shutdown wait for it. Tables whose initial copy runs
+// are left out. ctx is cancelled when the pipeline stops. An error is logged
+// and does not stop the pipeline.
 type Maintainer interface {
 	Maintain(ctx context.Context, epoch int64, tables []cdcsync.TableID) error
 }
@@ -542,7 +544,6 @@ func (p *Pipeline) afterCommit(r commitResult) error {
 // goroutine of its own, one at a time.
 func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	buf, tables := job.buf, job.tables
-	p.awaitMaintenance()
 	maintain := p.maintenanceDue(buf)
 	start := time.Now()
 	epoch := p.nextEpoch
@@ -593,7 +594,13 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
 		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
 	if maintain {
-		p.startMaintenance(ctx, epoch, tables)
+		var idle []cdcsync.TableID
+		for _, id := range tables {
+			if _, copying := job.copies[id]; !copying {
+				idle = append(idle, id)
+			}
+		}
+		p.startMaintenance(ctx, epoch, idle)
 	}
 	return commitResult{copies: job.copies}
 }
@@ -626,11 +633,21 @@ func (p *Pipeline) maintenanceDue(buf *Buffer) bool {
 }
 
 // startMaintenance runs the sink's maintenance of the epoch's tables in the
-// background; the next commit waits for it (awaitMaintenance).
+// background, unless the maintenance of an earlier epoch still runs (its
+// tables stay due and are maintained after a later epoch).
 func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) {
 	m, ok := p.sink.(Maintainer)
 	if !ok || len(tables) == 0 || p.stopping.Load() {
 		return
+	}
+	if p.maintDone != nil {
+		select {
+		case <-p.maintDone:
+			p.awaitMaintenance()
+		default:
+			p.log.Debug("table maintenance of an earlier epoch still runs; this epoch's waits", "epoch", epoch)
+			return
+		}
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

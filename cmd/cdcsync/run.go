@@ -439,8 +439,9 @@ func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta
 	return err
 }
 
-// Maintain runs the maintenance due for the tables of the epoch; the
-// pipeline never commits while it runs.
+// Maintain runs the maintenance due for the tables of the epoch while the
+// pipeline goes on committing epochs (lake.Table serializes their catalog
+// commits).
 func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) error {
 	var tables []*lake.Table
 	for _, id := range ids {

@@ -84,6 +84,36 @@ func (s *TableSchema) ColumnIndex(name string) int {
 // Row holds one canonical value per column (nil for NULL), in column order.
 type Row []any
 
+// MemSize estimates the Go heap a decoded row holds: its slice of
+// interfaces, each boxed value (a string's header, a time.Time, a number)
+// and the bytes of its strings. epoch.max_bytes is counted in it, so it
+// must track what the decoders really allocate (TestRowMemSize in capture
+// measures it).
+func (r Row) MemSize() int {
+	n := 24 + 16*len(r) // slice header and interface words
+	for _, v := range r {
+		switch v := v.(type) {
+		case nil, bool:
+		case string:
+			n += 16 + len(v)
+		case []byte:
+			n += 24 + len(v)
+		case time.Time:
+			n += 24
+		case int8, uint8, int16, uint16, int32, uint32, float32:
+			n += 4
+		case int64, uint64, int, uint, float64:
+			n += 8
+		default:
+			n += 16
+		}
+	}
+	return n
+}
+
+// ChangeMemSize is the Go heap a Change holds besides its row images.
+const ChangeMemSize = 64
+
 // Op is the kind of a row change.
 type Op uint8
 
@@ -120,7 +150,7 @@ type Txn struct {
 	Pos     Position  // the position right after the transaction's commit
 	Time    time.Time // commit time written by the server
 	Changes []Change
-	Bytes   int // approximate size of the decoded changes, for sealing epochs
+	Bytes   int // Go heap of the decoded changes (Row.MemSize), for sealing epochs
 	// DDL holds the effects of a DDL statement (or of a rows event cdcsync
 	// cannot follow) on mirrored tables. The pipeline commits everything
 	// before the transaction first, then applies them, then the changes.

@@ -360,7 +360,7 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 			n += n2
 		}
 		r.txn.Changes = append(r.txn.Changes, c)
-		r.txn.Bytes += n
+		r.txn.Bytes += n + cdcsync.ChangeMemSize
 	}
 	return nil
 }
@@ -370,18 +370,7 @@ func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int,
 	if err != nil {
 		return nil, 0, fmt.Errorf("at %s: %w", r.position(), err)
 	}
-	size := 16
-	for _, v := range row {
-		switch v := v.(type) {
-		case string:
-			size += len(v) + 16
-		case []byte:
-			size += len(v) + 24
-		default:
-			size += 16
-		}
-	}
-	return row, size, nil
+	return row, row.MemSize(), nil
 }
 
 var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +

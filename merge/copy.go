@@ -418,19 +418,11 @@ func (p *Pipeline) mergeChunk(buf *Buffer, ct *copyTable, r *chunkResult) error 
 	return nil
 }
 
-// rowsBytes estimates the memory of rows, for sealing epochs by size.
+// rowsBytes is the Go heap rows hold, for sealing epochs by size.
 func rowsBytes(rows []cdcsync.Row) int {
 	n := 0
 	for _, r := range rows {
-		n += 16 * len(r)
-		for _, v := range r {
-			switch v := v.(type) {
-			case string:
-				n += len(v)
-			case []byte:
-				n += len(v)
-			}
-		}
+		n += r.MemSize()
 	}
 	return n
 }

@@ -1,0 +1,107 @@
+package lake
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// BenchmarkCompactEpochs compacts the bench table (200,000 rows) after 20
+// epochs of 10,000 upserts each, the shape in-process maintenance meets on
+// an unpartitioned table, with cdcsync's reader (rewriteGroup) and with
+// iceberg-go's ExecuteCompactionGroup, and reports CPU and the peak heap
+// in use during the rewrite (sampled every millisecond):
+//
+//	go test ./lake/ -run '^$' -bench CompactEpochs -benchtime 1x
+func BenchmarkCompactEpochs(b *testing.B) {
+	const rows, epochs, perEpoch = 200_000, 20, 10_000
+	_, t := benchTable(b)
+	ctx := context.Background()
+	base := benchRows(rows)
+	if err := t.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, base, nil); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for e := int64(2); e <= epochs+1; e++ {
+		seen := map[int64]bool{}
+		var ups []cdcsync.Row
+		for len(ups) < perEpoch {
+			id := 1 + r.Int64N(rows)
+			if !seen[id] {
+				seen[id] = true
+				ups = append(ups, benchRow(id, r))
+			}
+		}
+		if err := t.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, ups, ups, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tasks, err := t.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := testOpts()
+	o.Force = true
+	groups, _ := selectCompaction(tasks, &o)
+	if len(groups) != 1 || len(groups[0].Tasks) != epochs+1 {
+		b.Fatalf("%d groups", len(groups))
+	}
+	for _, impl := range []struct {
+		name    string
+		rewrite func() (table.CompactionGroupResult, error)
+	}{
+		{"cdcsync", func() (table.CompactionGroupResult, error) { return rewriteGroup(ctx, t.Iceberg(), groups[0], 0) }},
+		{"iceberg-go", func() (table.CompactionGroupResult, error) {
+			return table.ExecuteCompactionGroup(ctx, t.Iceberg(), groups[0])
+		}},
+	} {
+		b.Run(impl.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				var peak atomic.Uint64
+				stop := make(chan struct{})
+				sampled := make(chan struct{})
+				go func() {
+					defer close(sampled)
+					var ms runtime.MemStats
+					for {
+						runtime.ReadMemStats(&ms)
+						if ms.HeapInuse > peak.Load() {
+							peak.Store(ms.HeapInuse)
+						}
+						select {
+						case <-stop:
+							return
+						case <-time.After(time.Millisecond):
+						}
+					}
+				}()
+				start, cpu0 := time.Now(), cpuNow()
+				res, err := impl.rewrite()
+				elapsed, cpu := time.Since(start), cpuNow()-cpu0
+				close(stop)
+				<-sampled
+				if err != nil {
+					b.Fatal(err)
+				}
+				var out int64
+				for _, f := range res.NewDataFiles {
+					out += f.Count()
+				}
+				if out != rows {
+					b.Fatalf("%d rows written, want %d", out, rows)
+				}
+				b.ReportMetric(elapsed.Seconds(), "s")
+				b.ReportMetric(cpu.Seconds(), "cpu-s")
+				b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+			}
+		})
+	}
+}

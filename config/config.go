@@ -43,6 +43,12 @@ type Config struct {
 	DDL         DDL         `yaml:"ddl"`
 	Types       Types       `yaml:"types"`
 
+	// MemoryLimit is the daemon's soft memory limit (Go's GOMEMLIMIT): the
+	// garbage collector works harder as the heap nears it. 0 (the default)
+	// sets none (GOMEMLIMIT from the environment still applies). When set,
+	// epoch.max_bytes defaults to a quarter of it.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
+
 	meta *meta // where each key was written; nil for a Config built in code
 }
 
@@ -212,6 +218,7 @@ const (
 	DefaultEpochInterval     = 5 * time.Second
 	DefaultEpochMaxRows      = 200000
 	DefaultEpochMaxBytes     = ByteSize(128 << 20)
+	MinMemoryLimit           = ByteSize(64 << 20)
 	DefaultCommitConcurrency = 4
 	DefaultChunkRows         = 20000
 	DefaultSnapshotWorkers   = 2
@@ -355,6 +362,9 @@ func (c *Config) applyDefaults() {
 	num("epoch.max_rows", &e.MaxRows, DefaultEpochMaxRows)
 	if e.MaxBytes == 0 && !c.explicit("epoch.max_bytes") {
 		e.MaxBytes = DefaultEpochMaxBytes
+		if c.MemoryLimit > 0 {
+			e.MaxBytes = min(e.MaxBytes, c.MemoryLimit/4)
+		}
 	}
 	num("epoch.commit_concurrency", &e.CommitConcurrency, DefaultCommitConcurrency)
 	num("snapshot.chunk_rows", &c.Snapshot.ChunkRows, DefaultChunkRows)

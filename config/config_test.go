@@ -116,6 +116,7 @@ log:
   format: json
 http:
   listen: "0.0.0.0:9999"
+memory_limit: 1GiB
 maintenance:
   enabled: false
   every_epochs: 5
@@ -167,10 +168,11 @@ var fullWant = Config{
 		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy"},
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
-	Epoch:    Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
-	Snapshot: Snapshot{ChunkRows: 10000, Workers: 3},
-	Log:      Log{Level: "debug", Format: "json"},
-	HTTP:     HTTP{Listen: "0.0.0.0:9999"},
+	Epoch:       Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
+	Snapshot:    Snapshot{ChunkRows: 10000, Workers: 3},
+	Log:         Log{Level: "debug", Format: "json"},
+	HTTP:        HTTP{Listen: "0.0.0.0:9999"},
+	MemoryLimit: 1 << 30,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
 		Compaction: Compaction{DeleteFiles: 8, DeleteRatio: 0.05, SmallFiles: 10, SmallFileSize: 8 << 20,
 			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxManifests: 20},
@@ -456,6 +458,11 @@ func TestValidationErrors(t *testing.T) {
 			`line 5: maintenance.compaction.max_bytes (16MiB) must be at least target_file_size (32MiB)`}},
 		{"bad ratio", "maintenance:\n  compaction:\n    delete_ratio: lots\n", []string{
 			`line 3: maintenance.compaction.delete_ratio: "lots" is not a number: write a decimal such as 0.2`}},
+		{"memory limit too small", "memory_limit: 10MiB\n", []string{
+			`line 1: memory_limit must be at least 64MiB (got 10MiB), or 0 for none, e.g. memory_limit: 1GiB`}},
+		{"epoch bytes over the memory limit", "memory_limit: 256MiB\nepoch:\n  max_bytes: 128MiB\n", []string{
+			`line 3: epoch.max_bytes (128MiB) does not fit under memory_limit (256MiB): an epoch fills while the one before it commits, ` +
+				`and writing it takes about as much again; set epoch.max_bytes to at most 85MiB`}},
 		{"bad listen", "http:\n  listen: 9187\n", []string{`line 2: http.listen "9187" is not an address: write host:port, e.g. 127.0.0.1:9187 or :9187, or off to disable the HTTP server`}},
 		{"bad location scheme", "warehouse:\n  location: gs://b/p\n", []string{`line 2: warehouse.location "gs://b/p" uses the scheme "gs", which cdcsync does not support`}},
 		{"oss without endpoint", "warehouse:\n  location: oss://b/p\n", []string{`warehouse.s3.endpoint is missing: an oss:// location needs the OSS endpoint of the bucket's region`}},
@@ -1037,6 +1044,27 @@ func TestTypes(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%q: error %v lacks %q", yaml, err, w)
 			}
+		}
+	}
+}
+
+// memory_limit sets the default of epoch.max_bytes to a quarter of it (never
+// above the usual default); an explicit max_bytes that fits is kept.
+func TestMemoryLimitDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		src      string
+		limit    ByteSize
+		maxBytes ByteSize
+	}{
+		{"", 0, DefaultEpochMaxBytes},
+		{"memory_limit: 256MiB\n", 256 << 20, 64 << 20},
+		{"memory_limit: 4GiB\n", 4 << 30, DefaultEpochMaxBytes},
+		{"memory_limit: 1GiB\nepoch:\n  max_bytes: 300MiB\n", 1 << 30, 300 << 20},
+		{"memory_limit: 0\n", 0, DefaultEpochMaxBytes},
+	} {
+		c := parseOK(t, tt.src+minimal)
+		if c.MemoryLimit != tt.limit || c.Epoch.MaxBytes != tt.maxBytes {
+			t.Errorf("%q: memory_limit %s, epoch.max_bytes %s; want %s and %s", tt.src, c.MemoryLimit, c.Epoch.MaxBytes, tt.limit, tt.maxBytes)
 		}
 	}
 }

@@ -124,6 +124,14 @@ func (c *Config) Validate() error {
 	if e.MaxBytes <= 0 {
 		p.add("epoch.max_bytes", "epoch.max_bytes must be a positive size (got %d), e.g. max_bytes: 128MiB", int64(e.MaxBytes))
 	}
+	switch {
+	case c.MemoryLimit < 0 || (c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit):
+		p.add("memory_limit", "memory_limit must be at least %s (got %s), or 0 for none, e.g. memory_limit: 1GiB", MinMemoryLimit, c.MemoryLimit)
+	case c.MemoryLimit > 0 && e.MaxBytes > 0 && e.MaxBytes > c.MemoryLimit/3:
+		p.add("epoch.max_bytes", "epoch.max_bytes (%s) does not fit under memory_limit (%s): an epoch fills while the one before it commits, "+
+			"and writing it takes about as much again; set epoch.max_bytes to at most %s, or leave it out (it then defaults to a quarter of memory_limit), or raise memory_limit",
+			e.MaxBytes, c.MemoryLimit, (c.MemoryLimit/3)&^(1<<20-1))
+	}
 	if e.CommitConcurrency <= 0 {
 		p.add("epoch.commit_concurrency", "epoch.commit_concurrency must be a positive number of tables committed in parallel (got %d), e.g. commit_concurrency: 4", e.CommitConcurrency)
 	}

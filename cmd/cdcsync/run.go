@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +36,9 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		stderr = bar
 	}
 	log := newLogger(cfg, stderr)
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit.Int64())
+	}
 	m := metrics.New()
 	st := &status{}
 	st.healthy.Store(true)
@@ -49,7 +54,8 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		defer srv.Close()
 	}
 	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
-		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name)
+		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name,
+		"memory_limit", memoryLimit(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String())
 	backoff := time.Second
 	for {
 		started := time.Now()
@@ -401,6 +407,14 @@ func (d *daemon) session(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// memoryLimit describes the Go runtime's soft memory limit.
+func memoryLimit() string {
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		return config.ByteSize(l).String()
+	}
+	return "none"
 }
 
 // watchLag updates the lag gauges every few seconds.

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -229,6 +230,60 @@ func TestChunkedCopyBoundedMemory(t *testing.T) {
 	}
 	if peakMiB > budgetMiB {
 		t.Errorf("peak RSS %.0f MiB exceeds the %d MiB budget while copying a %.0f MiB table", peakMiB, budgetMiB, tableMiB)
+	}
+	e.assertMirrors("big")
+
+	// Compaction of the same table after three epochs of updates spread
+	// over all of it streams too: it reads and rewrites every row within
+	// the same budget.
+	p = e.startWith(bin)
+	for i := 2; i <= 4; i++ {
+		e.exec(fmt.Sprintf("UPDATE %s.big SET pad = REPEAT(CHAR(97 + %d), %d) WHERE id %% %d = 0", dbName, i, width, 10*i+1))
+		time.Sleep(1500 * time.Millisecond) // one epoch each
+	}
+	e.waitCaughtUp(p, 2*time.Minute)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	// The child's rusage maxrss would include this test process, whose
+	// memory the child shares until it execs: read its own VmHWM instead.
+	compact := exec.Command(bin, "compact", "--config", e.cfgPath, dbName+".big")
+	var out bytes.Buffer
+	compact.Stdout, compact.Stderr = &out, &out
+	if err := compact.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var hwm atomic.Int64
+	exited, polled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			if v := vmHWM(compact.Process.Pid); v > 0 {
+				hwm.Store(v)
+			}
+			select {
+			case <-exited:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	err := compact.Wait()
+	close(exited)
+	<-polled
+	if err != nil {
+		t.Fatalf("cdcsync compact: %v\n%s", err, out.String())
+	}
+	if hwm.Load() == 0 {
+		t.Fatal("could not read the compaction's peak RSS (VmHWM)")
+	}
+	peakMiB = float64(hwm.Load()) / 1024
+	t.Logf("cdcsync compact of the %.0f MiB table: peak RSS %.0f MiB (budget %d MiB)\n%s", tableMiB, peakMiB, budgetMiB, out.String())
+	if !strings.Contains(out.String(), "compacted in") {
+		t.Fatalf("the compaction rewrote nothing:\n%s", out.String())
+	}
+	if peakMiB > budgetMiB {
+		t.Errorf("peak RSS %.0f MiB exceeds the %d MiB budget while compacting a %.0f MiB table", peakMiB, budgetMiB, tableMiB)
 	}
 	e.assertMirrors("big")
 }

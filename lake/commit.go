@@ -189,7 +189,8 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 
 func (t *Table) writeData(ctx context.Context, base *table.Table, batches iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
 	var files []iceberg.DataFile
-	for f, err := range table.WriteRecords(ctx, base, t.dataOut.schema, batches) {
+	// The rows are in memory already; queue few Arrow copies of them.
+	for f, err := range table.WriteRecords(ctx, base, t.dataOut.schema, batches, table.WithRecordBatchBufferSize(rewriteQueuedBatches)) {
 		if err != nil {
 			return nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}

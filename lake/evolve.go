@@ -654,7 +654,7 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 			}
 		}
 	}
-	_, recs, err := t.current().Scan().ToArrowRecords(ctx)
+	_, recs, err := t.current().Scan(table.WithArrowBatchSize(rewriteBatchRows)).ToArrowRecords(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read %s to rewrite it: %w", t.ID, err)
 	}
@@ -705,7 +705,8 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 		}
 	}
 	var files []iceberg.DataFile
-	for f, err := range table.WriteRecords(ctx, staged, nt.dataOut.schema, iter.Seq2[arrow.RecordBatch, error](batches)) {
+	for f, err := range table.WriteRecords(ctx, staged, nt.dataOut.schema, iter.Seq2[arrow.RecordBatch, error](batches),
+		table.WithRecordBatchBufferSize(rewriteQueuedBatches)) {
 		if err != nil {
 			return 0, fmt.Errorf("write the rewritten rows of %s: %w", t.ID, err)
 		}

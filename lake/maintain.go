@@ -247,7 +247,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	for _, g := range groups {
 		gr, err := rewriteGroup(ctx, base, g, o.TargetFileSize)
 		if errors.Is(err, errNoKeyFilter) {
-			gr, err = table.ExecuteCompactionGroup(ctx, base, g, table.WithCompactionTargetFileSize(o.TargetFileSize))
+			gr, err = table.ExecuteCompactionGroup(ctx, base, g, compactionGroupOptions(o.TargetFileSize)...)
 		}
 		if err != nil {
 			results = append(results, gr)

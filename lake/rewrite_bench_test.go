@@ -2,8 +2,10 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 // BenchmarkCompactEpochs compacts the bench table (200,000 rows) after 20
 // epochs of 10,000 upserts each, the shape in-process maintenance meets on
 // an unpartitioned table, with cdcsync's reader (rewriteGroup) and with
-// iceberg-go's ExecuteCompactionGroup, and reports CPU and the peak of the
+// iceberg-go's ExecuteCompactionGroup (both with the same batch and queue
+// bounds, so that they differ in how they apply deletes), and reports CPU and the peak of the
 // live heap during the rewrite (a forced collection every 25 ms, which
 // adds a little CPU to both):
 //
@@ -60,36 +63,16 @@ func BenchmarkCompactEpochs(b *testing.B) {
 	}{
 		{"cdcsync", func() (table.CompactionGroupResult, error) { return rewriteGroup(ctx, t.Iceberg(), groups[0], 0) }},
 		{"iceberg-go", func() (table.CompactionGroupResult, error) {
-			return table.ExecuteCompactionGroup(ctx, t.Iceberg(), groups[0])
+			return table.ExecuteCompactionGroup(ctx, t.Iceberg(), groups[0], compactionGroupOptions(0)...)
 		}},
 	} {
 		b.Run(impl.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				runtime.GC()
-				var peak atomic.Uint64
-				stop := make(chan struct{})
-				sampled := make(chan struct{})
-				go func() {
-					defer close(sampled)
-					var ms runtime.MemStats
-					for {
-						runtime.GC()
-						runtime.ReadMemStats(&ms)
-						if ms.HeapAlloc > peak.Load() {
-							peak.Store(ms.HeapAlloc)
-						}
-						select {
-						case <-stop:
-							return
-						case <-time.After(25 * time.Millisecond):
-						}
-					}
-				}()
-				start, cpu0 := time.Now(), cpuNow()
-				res, err := impl.rewrite()
-				elapsed, cpu := time.Since(start), cpuNow()-cpu0
-				close(stop)
-				<-sampled
+				var res table.CompactionGroupResult
+				var err error
+				start := time.Now()
+				peak, cpu := peakLive(func() { res, err = impl.rewrite() })
+				elapsed := time.Since(start)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,8 +85,89 @@ func BenchmarkCompactEpochs(b *testing.B) {
 				}
 				b.ReportMetric(elapsed.Seconds(), "s")
 				b.ReportMetric(cpu.Seconds(), "cpu-s")
-				b.ReportMetric(float64(peak.Load())/(1<<20), "peak-live-MiB")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-live-MiB")
 			}
 		})
 	}
+}
+
+// BenchmarkCompactWideRows compacts a table of 1 KiB rows after three
+// update epochs spread over it, like TestChunkedCopyBoundedMemory, and
+// reports the live heap's peak: it must not grow with the table.
+func BenchmarkCompactWideRows(b *testing.B) {
+	for _, rows := range []int{50_000, 200_000, 400_000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			ctx := context.Background()
+			lk := benchLake(b)
+			t, err := lk.EnsureTable(ctx, kvSchema())
+			if err != nil {
+				b.Fatal(err)
+			}
+			pad := func(id int64, c byte) cdcsync.Row {
+				return cdcsync.Row{id, strings.Repeat(string(rune('A'+(int(id)+int(c))%26)), 1000)}
+			}
+			all := make([]cdcsync.Row, rows)
+			for i := range all {
+				all[i] = pad(int64(i+1), 0)
+			}
+			if err := t.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, all, nil); err != nil {
+				b.Fatal(err)
+			}
+			for e := int64(2); e <= 4; e++ {
+				var ups []cdcsync.Row
+				for id := int64(1); id <= int64(rows); id++ {
+					if id%(10*e+1) == 0 {
+						ups = append(ups, pad(id, byte(e)))
+					}
+				}
+				if err := t.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, ups, ups, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			all = nil
+			o := testOpts()
+			o.Force = true
+			for i := 0; i < b.N; i++ {
+				peak, cpu := peakLive(func() {
+					res, err := t.Compact(ctx, o)
+					if err != nil || !res.Committed() {
+						b.Fatalf("compact: %+v, %v", res, err)
+					}
+				})
+				b.ReportMetric(cpu.Seconds(), "cpu-s")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-live-MiB")
+			}
+		})
+	}
+}
+
+// peakLive runs f and returns the peak of the live heap while it ran
+// (sampled with a forced collection every 25 ms) and the process's CPU time.
+func peakLive(f func()) (uint64, time.Duration) {
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	cpu0 := cpuNow()
+	f()
+	cpu := cpuNow() - cpu0
+	close(stop)
+	<-sampled
+	return peak.Load(), cpu
 }

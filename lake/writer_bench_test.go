@@ -121,6 +121,17 @@ func benchRows(n int) []cdcsync.Row {
 // catalog, as cdcsync would.
 func benchTable(b *testing.B) (*Lake, *Table) {
 	b.Helper()
+	lk := benchLake(b)
+	t, err := lk.EnsureTable(context.Background(), benchSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lk, t
+}
+
+// benchLake opens a fresh local warehouse with a SQLite catalog.
+func benchLake(b *testing.B) *Lake {
+	b.Helper()
 	dir := b.TempDir()
 	yaml := fmt.Sprintf(`pipeline: bench
 source:
@@ -146,11 +157,7 @@ catalog:
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { lk.Close() })
-	t, err := lk.EnsureTable(context.Background(), benchSchema())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return lk, t
+	return lk
 }
 
 // perRow reports ns/row, cpu-ns/row, B/row and, when size > 0, file-B/row.

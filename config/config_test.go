@@ -117,6 +117,7 @@ log:
 http:
   listen: "0.0.0.0:9999"
 memory_limit: 1GiB
+gc_percent: 80
 maintenance:
   enabled: false
   every_epochs: 5
@@ -173,6 +174,7 @@ var fullWant = Config{
 	Log:         Log{Level: "debug", Format: "json"},
 	HTTP:        HTTP{Listen: "0.0.0.0:9999"},
 	MemoryLimit: 1 << 30,
+	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
 		Compaction: Compaction{DeleteFiles: 8, DeleteRatio: 0.05, SmallFiles: 10, SmallFileSize: 8 << 20,
 			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxManifests: 20},
@@ -458,6 +460,10 @@ func TestValidationErrors(t *testing.T) {
 			`line 5: maintenance.compaction.max_bytes (16MiB) must be at least target_file_size (32MiB)`}},
 		{"bad ratio", "maintenance:\n  compaction:\n    delete_ratio: lots\n", []string{
 			`line 3: maintenance.compaction.delete_ratio: "lots" is not a number: write a decimal such as 0.2`}},
+		{"gc percent out of range", "gc_percent: 0\n", []string{
+			`line 1: gc_percent must be between 1 and 1000, or -1 to collect by memory_limit alone (got 0), e.g. gc_percent: 50`}},
+		{"gc off without a limit", "gc_percent: -1\n", []string{
+			`line 1: gc_percent: -1 turns off collections by heap growth, so it needs memory_limit; set memory_limit too`}},
 		{"memory limit too small", "memory_limit: 10MiB\n", []string{
 			`line 1: memory_limit must be at least 64MiB (got 10MiB), or 0 for none, e.g. memory_limit: 1GiB`}},
 		{"epoch bytes over the memory limit", "memory_limit: 256MiB\nepoch:\n  max_bytes: 128MiB\n", []string{

@@ -132,6 +132,12 @@ func (c *Config) Validate() error {
 			"and writing it takes about as much again; set epoch.max_bytes to at most %s, or leave it out (it then defaults to a quarter of memory_limit), or raise memory_limit",
 			e.MaxBytes, c.MemoryLimit, (c.MemoryLimit/3)&^(1<<20-1))
 	}
+	if c.GCPercent < -1 || c.GCPercent > 1000 || (c.GCPercent == 0 && c.explicit("gc_percent")) {
+		p.add("gc_percent", "gc_percent must be between 1 and 1000, or -1 to collect by memory_limit alone (got %d), e.g. gc_percent: 50", c.GCPercent)
+	}
+	if c.GCPercent == -1 && c.MemoryLimit == 0 {
+		p.add("gc_percent", "gc_percent: -1 turns off collections by heap growth, so it needs memory_limit; set memory_limit too, e.g. memory_limit: 1GiB")
+	}
 	if e.CommitConcurrency <= 0 {
 		p.add("epoch.commit_concurrency", "epoch.commit_concurrency must be a positive number of tables committed in parallel (got %d), e.g. commit_concurrency: 4", e.CommitConcurrency)
 	}

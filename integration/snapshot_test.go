@@ -215,6 +215,9 @@ func TestChunkedCopyBoundedMemory(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
 	}
 	peakMiB := float64(peak) / 1024
+	if !logHas(p.output(), "cdcsync starting", "memory_limit=none", "gc_percent=50", "epoch_max_bytes=16MiB") {
+		t.Errorf("the start line does not show the memory settings (no limit, gc_percent 50 by default):\n%s", p.output())
+	}
 	// The budget: what the Go runtime, iceberg-go and Arrow need, plus about
 	// (workers + 1) chunks and an epoch of max_bytes (16 MiB here) with the
 	// garbage collector's headroom; measured at 260 to 300 MiB for tables of

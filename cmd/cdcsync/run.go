@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -39,6 +40,13 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	if cfg.MemoryLimit > 0 {
 		debug.SetMemoryLimit(cfg.MemoryLimit.Int64())
 	}
+	gcPercent := cfg.GCPercent
+	if gcPercent == 0 && os.Getenv("GOGC") == "" {
+		gcPercent = config.DefaultGCPercent
+	}
+	if gcPercent != 0 {
+		debug.SetGCPercent(gcPercent)
+	}
 	m := metrics.New()
 	st := &status{}
 	st.healthy.Store(true)
@@ -55,7 +63,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name,
-		"memory_limit", memoryLimit(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String())
+		"memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String())
 	backoff := time.Second
 	for {
 		started := time.Now()
@@ -415,6 +423,16 @@ func memoryLimit() string {
 		return config.ByteSize(l).String()
 	}
 	return "none"
+}
+
+// currentGCPercent reads the garbage collector's percentage back.
+func currentGCPercent() int64 {
+	s := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // watchLag updates the lag gauges every few seconds.

@@ -212,22 +212,22 @@ const HTTPOff = "off"
 
 // Defaults.
 const (
-	DefaultPipeline          = "cdcsync"
-	DefaultHost              = "127.0.0.1"
-	DefaultPort              = 3306
-	DefaultConnectTimeout    = 10 * time.Second
-	DefaultLocation          = "./warehouse"
-	DefaultRegion            = "us-east-1"
-	DefaultCatalogName       = "cdcsync"
-	DefaultSQLiteDSN         = "./catalog.db"
-	DefaultEpochInterval     = 5 * time.Second
-	DefaultEpochMaxRows      = 200000
-	DefaultEpochMaxBytes     = ByteSize(128 << 20)
-	MinMemoryLimit           = ByteSize(64 << 20)
+	DefaultPipeline       = "cdcsync"
+	DefaultHost           = "127.0.0.1"
+	DefaultPort           = 3306
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultLocation       = "./warehouse"
+	DefaultRegion         = "us-east-1"
+	DefaultCatalogName    = "cdcsync"
+	DefaultSQLiteDSN      = "./catalog.db"
+	DefaultEpochInterval  = 5 * time.Second
+	DefaultEpochMaxRows   = 200000
+	DefaultEpochMaxBytes  = ByteSize(128 << 20)
+	MinMemoryLimit        = ByteSize(64 << 20)
 	// DefaultGCPercent halves the garbage collector's headroom over Go's
 	// 100: measured, the steady RSS falls by 40% for 2 to 6% more CPU
 	// (docs/performance.md).
-	DefaultGCPercent = 50
+	DefaultGCPercent         = 50
 	DefaultCommitConcurrency = 4
 	DefaultChunkRows         = 20000
 	DefaultSnapshotWorkers   = 2

@@ -225,8 +225,8 @@ const (
 	DefaultEpochMaxBytes  = ByteSize(128 << 20)
 	MinMemoryLimit        = ByteSize(64 << 20)
 	// DefaultGCPercent halves the garbage collector's headroom over Go's
-	// 100: measured, the steady RSS falls by 40% for 2 to 6% more CPU
-	// (docs/performance.md).
+	// 100: measured, the steady RSS falls by 20 to 40% for 2 to 20% more
+	// CPU (docs/performance.md).
 	DefaultGCPercent         = 50
 	DefaultCommitConcurrency = 4
 	DefaultChunkRows         = 20000

@@ -17,6 +17,7 @@ import (
 // keep the sequence number of the snapshot it read), and the daemon takes a
 // rewrite that lands under its own commit in its stride.
 func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes int64, stdout, stderr io.Writer) error {
+	tuneMemory(cfg)
 	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
 	if err != nil {
 		return err

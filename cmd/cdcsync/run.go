@@ -37,16 +37,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		stderr = bar
 	}
 	log := newLogger(cfg, stderr)
-	if cfg.MemoryLimit > 0 {
-		debug.SetMemoryLimit(cfg.MemoryLimit.Int64())
-	}
-	gcPercent := cfg.GCPercent
-	if gcPercent == 0 && os.Getenv("GOGC") == "" {
-		gcPercent = config.DefaultGCPercent
-	}
-	if gcPercent != 0 {
-		debug.SetGCPercent(gcPercent)
-	}
+	tuneMemory(cfg)
 	m := metrics.New()
 	st := &status{}
 	st.healthy.Store(true)
@@ -415,6 +406,21 @@ func (d *daemon) session(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// tuneMemory applies memory_limit and gc_percent to the Go runtime (the
+// daemon and cdcsync compact, the commands that hold much data).
+func tuneMemory(cfg *config.Config) {
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit.Int64())
+	}
+	gcPercent := cfg.GCPercent
+	if gcPercent == 0 && os.Getenv("GOGC") == "" {
+		gcPercent = config.DefaultGCPercent
+	}
+	if gcPercent != 0 {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 // memoryLimit describes the Go runtime's soft memory limit.

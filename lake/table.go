@@ -22,9 +22,11 @@ import (
 // Epoch commits and table maintenance may run in different goroutines: the
 // heavy part of a compaction (reading and writing files) runs while epochs
 // commit, and every catalog commit of cdcsync's writers takes the table's
-// commit lock, so they never race each other in the catalog. Schema changes
-// (ApplyChange, PrepareRecopy, MarkRecopy) and StartCopy must not run while
-// maintenance runs; the pipeline waits for it first.
+// commit lock, so they never race each other in the catalog (a compaction
+// that finds anything but this pipeline's epochs committed since it read
+// the table, a copy's start for one, drops its rewrite). Schema changes
+// (ApplyChange, PrepareRecopy, MarkRecopy) must not run while maintenance
+// runs; the pipeline waits for it first.
 type Table struct {
 	ID     cdcsync.TableID
 	Ident  table.Identifier

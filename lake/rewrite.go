@@ -24,13 +24,12 @@ var errNoKeyFilter = errors.New("the group needs iceberg-go's delete application
 
 // A rewrite (compaction, a schema change that rewrites rows) streams rows
 // from a scan to the writer in batches of rewriteBatchRows, at most
-// rewriteQueuedBatches of them queued for the writer. iceberg-go's defaults
+// rewriteQueuedBatches of them queued for the writer: iceberg-go's defaults
 // (131,072-row batches, 64 queued) let a reader faster than the Parquet
-// encoding queue the whole table in memory: about 1 GiB for the bench's
-// million-row table.
-// The Parquet writer also holds a row group's pages until the row group is
-// complete, so rewritten files get row groups of at most
-// rewriteRowGroupRows rows instead of the table's (a million by default).
+// encoding hold much of a table. The Parquet writer also holds a row
+// group's pages until the row group is complete, so rewritten files get row
+// groups of at most rewriteRowGroupRows rows instead of the table's (a
+// million by default). TestChunkedCopyBoundedMemory checks the result.
 const (
 	rewriteBatchRows     = 16384
 	rewriteQueuedBatches = 2
@@ -52,7 +51,7 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 // combination of delete files. An epoch-by-epoch table gives every data
 // file its own combination (all the deletes of later epochs), so that
 // memory grows with the square of the number of epochs since the last
-// compaction: about 1 GiB for 20 epochs of 50,000 changes. rewriteGroup reads
+// compaction (BenchmarkCompactEpochs compares the two). rewriteGroup reads
 // the data files newest first instead, adding the delete files each one
 // needs to one key set as it goes (a delete applying to a newer file
 // applies to every older one of the partition too), so it holds every

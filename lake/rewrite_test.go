@@ -204,3 +204,38 @@ func readFiles(t *testing.T, tbl *table.Table, ts *cdcsync.TableSchema, res tabl
 	}
 	return out
 }
+
+// DeleteColumns, which the epoch buffer trims before images to, are the key
+// and the partition source columns.
+func TestDeleteColumns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	yaml := fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\ncatalog:\n  sql:\n    dsn: %s\n"+
+		"tables:\n  - match: shop.ck\n    partition: [\"bucket(4, v)\", \"day(at)\"]\n",
+		filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"))
+	p := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := openLake(t, cfg)
+	ck, err := lk.EnsureTable(ctx, ckSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ck.DeleteColumns()
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[0 1 2 3 4 5]" { // the five key columns and v; at is in the key
+		t.Fatalf("DeleteColumns of a table keyed by columns 0-4 and partitioned by v and at = %v", got)
+	}
+	kv, err := lk.EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kv.DeleteColumns(); fmt.Sprint(got) != "[0]" {
+		t.Fatalf("DeleteColumns of an unpartitioned table keyed by column 0 = %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,16 @@ func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
 
 func (t *Table) current() *table.Table     { return t.state.tbl.Load() }
 func (t *Table) setCurrent(x *table.Table) { t.state.tbl.Store(x) }
+
+// DeleteColumns returns the columns an equality delete of the table needs,
+// as indexes into Schema.Columns: the primary key and the partition source
+// columns. Nil means every column.
+func (t *Table) DeleteColumns() []int {
+	if t.delOut == nil {
+		return nil
+	}
+	return slices.Clone(t.delOut.cols)
+}
 
 // Iceberg returns the underlying iceberg-go table.
 func (t *Table) Iceberg() *table.Table { return t.current() }

@@ -81,7 +81,7 @@ func benchApply(b *testing.B, changes int) {
 	start, cpu0 := time.Now(), cpuNow()
 	var outRows int
 	for i := 0; i < b.N; i++ {
-		buf := NewBuffer(schemas)
+		buf := NewBuffer(schemas, nil)
 		for _, t := range txns {
 			if err := buf.Apply(t, func(cdcsync.TableID) bool { return false }); err != nil {
 				b.Fatal(err)
@@ -165,8 +165,8 @@ func TestBufferMatchesReference(t *testing.T) {
 			}
 			return cdcsync.Row{key, fmt.Sprintf("r%d", k%3), v}
 		}
-		b := NewBuffer(func(cdcsync.TableID) *cdcsync.TableSchema { return s })
-		ref := &refBuffer{tb: newTableBuffer(s), entries: map[string]*entry{}}
+		b := NewBuffer(func(cdcsync.TableID) *cdcsync.TableSchema { return s }, nil)
+		ref := &refBuffer{tb: newTableBuffer(s, nil), entries: map[string]*entry{}}
 		counts := map[cdcsync.Op]int{}
 		for i := 0; i < 20000; i++ {
 			k := r.Int64N(500)

@@ -5,9 +5,11 @@
 package merge
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cdcsync/cdcsync"
@@ -43,15 +45,44 @@ type tableBuffer struct {
 	counts [4]int             // changes by Op (OpInsert..OpDelete)
 	others map[cdcsync.Op]int // changes with any other Op (an error follows)
 	intKey bool               // the key is one column
+	// delCols are the columns an equality delete needs (the key and the
+	// partition source columns); nil keeps whole before images.
+	delCols []int
 }
 
-func newTableBuffer(s *cdcsync.TableSchema) *tableBuffer {
-	return &tableBuffer{schema: s, intKey: len(s.PrimaryKey) == 1}
+func newTableBuffer(s *cdcsync.TableSchema, delCols []int) *tableBuffer {
+	if len(delCols) >= len(s.Columns) {
+		delCols = nil
+	}
+	return &tableBuffer{schema: s, intKey: len(s.PrimaryKey) == 1, delCols: delCols}
+}
+
+// trim returns what an equality delete needs of a before image: its
+// delete columns, with strings and bytes copied, since a decoded row's
+// values share one buffer that would otherwise stay alive. An epoch of
+// updates holds about a quarter less memory (TestBufferTrimsBeforeImages).
+func (b *tableBuffer) trim(row cdcsync.Row) cdcsync.Row {
+	if b.delCols == nil {
+		return row
+	}
+	out := make(cdcsync.Row, len(row))
+	for _, c := range b.delCols {
+		switch v := row[c].(type) {
+		case string:
+			out[c] = strings.Clone(v)
+		case []byte:
+			out[c] = bytes.Clone(v)
+		default:
+			out[c] = v
+		}
+	}
+	return out
 }
 
 // touch returns the entry of row's key, creating it with first when the
-// key is new to the epoch.
-func (b *tableBuffer) touch(row cdcsync.Row, first cdcsync.Row) (*entry, error) {
+// key is new to the epoch (trimmed when before says first is a before
+// image that no final image shares).
+func (b *tableBuffer) touch(row cdcsync.Row, first cdcsync.Row, before bool) (*entry, error) {
 	if len(row) != len(b.schema.Columns) {
 		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", b.schema.ID, len(row), len(b.schema.Columns))
 	}
@@ -65,7 +96,7 @@ func (b *tableBuffer) touch(row cdcsync.Row, first cdcsync.Row) (*entry, error) 
 				return b.at(i), nil
 			}
 			b.ints[v] = int32(b.n)
-			return b.add(first), nil
+			return b.add(first, before), nil
 		case int32:
 			if b.ints32 == nil {
 				b.ints32 = map[int32]int32{}
@@ -74,7 +105,7 @@ func (b *tableBuffer) touch(row cdcsync.Row, first cdcsync.Row) (*entry, error) 
 				return b.at(i), nil
 			}
 			b.ints32[v] = int32(b.n)
-			return b.add(first), nil
+			return b.add(first, before), nil
 		}
 	}
 	var arr [64]byte
@@ -89,7 +120,7 @@ func (b *tableBuffer) touch(row cdcsync.Row, first cdcsync.Row) (*entry, error) 
 		b.strs = map[string]int32{}
 	}
 	b.strs[string(k)] = int32(b.n)
-	return b.add(first), nil
+	return b.add(first, before), nil
 }
 
 // entryChunk is the number of entries per chunk. Fixed-size chunks, unlike
@@ -102,7 +133,10 @@ func (b *tableBuffer) at(i int32) *entry {
 	return &b.chunks[i/entryChunk][i%entryChunk]
 }
 
-func (b *tableBuffer) add(first cdcsync.Row) *entry {
+func (b *tableBuffer) add(first cdcsync.Row, before bool) *entry {
+	if before {
+		first = b.trim(first)
+	}
 	if b.n%entryChunk == 0 {
 		b.chunks = append(b.chunks, make([]entry, 0, entryChunk))
 	}
@@ -124,13 +158,13 @@ func (b *tableBuffer) apply(c *cdcsync.Change) error {
 	}
 	switch c.Op {
 	case cdcsync.OpInsert:
-		e, err := b.touch(c.After, c.After)
+		e, err := b.touch(c.After, c.After, false)
 		if err != nil {
 			return err
 		}
 		e.final = c.After
 	case cdcsync.OpDelete:
-		e, err := b.touch(c.Before, c.Before)
+		e, err := b.touch(c.Before, c.Before, true)
 		if err != nil {
 			return err
 		}
@@ -141,7 +175,7 @@ func (b *tableBuffer) apply(c *cdcsync.Change) error {
 			return err
 		}
 		if same {
-			e, err := b.touch(c.Before, c.Before)
+			e, err := b.touch(c.Before, c.Before, true)
 			if err != nil {
 				return err
 			}
@@ -150,12 +184,12 @@ func (b *tableBuffer) apply(c *cdcsync.Change) error {
 		}
 		// A primary-key change is a delete of the old key and an insert of
 		// the new one.
-		e, err := b.touch(c.Before, c.Before)
+		e, err := b.touch(c.Before, c.Before, true)
 		if err != nil {
 			return err
 		}
 		e.final = nil
-		if e, err = b.touch(c.After, c.After); err != nil {
+		if e, err = b.touch(c.After, c.After, false); err != nil {
 			return err
 		}
 		e.final = c.After
@@ -174,7 +208,7 @@ func (b *tableBuffer) load(row cdcsync.Row, needDelete bool) error {
 	if needDelete {
 		first = row
 	}
-	e, err := b.touch(row, first)
+	e, err := b.touch(row, first, false)
 	if err != nil {
 		return err
 	}
@@ -305,8 +339,9 @@ func appendKey(s *cdcsync.TableSchema, buf []byte, row cdcsync.Row) ([]byte, err
 // Buffer is the open epoch: the collapsed changes of whole transactions.
 type Buffer struct {
 	tables  map[cdcsync.TableID]*tableBuffer
-	schemas func(cdcsync.TableID) *cdcsync.TableSchema
-	Rows    int // row changes applied
+	schemas       func(cdcsync.TableID) *cdcsync.TableSchema
+	deleteColumns func(cdcsync.TableID) []int
+	Rows          int // row changes applied
 	Bytes   int // approximate bytes of the applied transactions
 	Txns    int
 	Loaded  int              // rows of the initial copy loaded (see Load)
@@ -315,9 +350,11 @@ type Buffer struct {
 	Last    time.Time        // MySQL commit time of the epoch's last transaction
 }
 
-// NewBuffer returns an empty epoch buffer; schemas resolves a table's schema.
-func NewBuffer(schemas func(cdcsync.TableID) *cdcsync.TableSchema) *Buffer {
-	return &Buffer{tables: map[cdcsync.TableID]*tableBuffer{}, schemas: schemas}
+// NewBuffer returns an empty epoch buffer; schemas resolves a table's
+// schema, deleteColumns (may be nil) the columns its equality deletes need
+// (see DeleteColumner).
+func NewBuffer(schemas func(cdcsync.TableID) *cdcsync.TableSchema, deleteColumns func(cdcsync.TableID) []int) *Buffer {
+	return &Buffer{tables: map[cdcsync.TableID]*tableBuffer{}, schemas: schemas, deleteColumns: deleteColumns}
 }
 
 // Apply folds the changes of one transaction, except those of tables for
@@ -377,7 +414,11 @@ func (b *Buffer) table(id cdcsync.TableID) (*tableBuffer, error) {
 		if s == nil {
 			return nil, fmt.Errorf("change to %s, which is not a selected table", id)
 		}
-		tb = newTableBuffer(s)
+		var del []int
+		if b.deleteColumns != nil {
+			del = b.deleteColumns(id)
+		}
+		tb = newTableBuffer(s, del)
 		b.tables[id] = tb
 	}
 	return tb, nil

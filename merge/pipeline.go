@@ -39,6 +39,25 @@ type Maintainer interface {
 	Maintain(ctx context.Context, epoch int64, tables []cdcsync.TableID) error
 }
 
+// DeleteColumner is implemented by a Sink whose equality deletes need only
+// some columns of the image they delete (the key and the partition source
+// columns): the epoch buffer then keeps only those of each before image.
+// DeleteColumns returns their indexes into the table's current schema, or
+// nil for all.
+type DeleteColumner interface {
+	DeleteColumns(table cdcsync.TableID) []int
+}
+
+// deleteColumns asks the sink which columns a table's deletes need (nil:
+// all). It is called when an epoch first touches a table, so a schema
+// change, which ends the epoch before it, is seen.
+func (p *Pipeline) deleteColumns(id cdcsync.TableID) []int {
+	if dc, ok := p.sink.(DeleteColumner); ok {
+		return dc.DeleteColumns(id)
+	}
+	return nil
+}
+
 // DDLSink is implemented by a Sink that applies schema changes. The
 // pipeline calls ApplyDDL for each change a transaction carries (Txn.DDL),
 // after committing everything before the transaction and before the
@@ -239,7 +258,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// the MySQL commit time of what starts it.
 	open := func(first time.Time) *Buffer {
 		if buf == nil {
-			buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] })
+			buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] }, p.deleteColumns)
 			timer = time.NewTimer(p.opts.Interval)
 			tick = timer.C
 			p.mu.Lock()

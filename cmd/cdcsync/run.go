@@ -523,6 +523,15 @@ func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID)
 	return err
 }
 
+// DeleteColumns says which columns a table's equality deletes need
+// (merge.DeleteColumner).
+func (s *lakeSink) DeleteColumns(id cdcsync.TableID) []int {
+	if t := s.tables[id]; t != nil {
+		return t.DeleteColumns()
+	}
+	return nil
+}
+
 // observe publishes a table's file and snapshot counts.
 func (s *lakeSink) observe(id cdcsync.TableID) {
 	st := s.tables[id].Stats()

@@ -338,16 +338,16 @@ func appendKey(s *cdcsync.TableSchema, buf []byte, row cdcsync.Row) ([]byte, err
 
 // Buffer is the open epoch: the collapsed changes of whole transactions.
 type Buffer struct {
-	tables  map[cdcsync.TableID]*tableBuffer
+	tables        map[cdcsync.TableID]*tableBuffer
 	schemas       func(cdcsync.TableID) *cdcsync.TableSchema
 	deleteColumns func(cdcsync.TableID) []int
 	Rows          int // row changes applied
-	Bytes   int // approximate bytes of the applied transactions
-	Txns    int
-	Loaded  int              // rows of the initial copy loaded (see Load)
-	End     cdcsync.Position // position after the last transaction applied or passed
-	First   time.Time        // MySQL commit time of the epoch's first transaction
-	Last    time.Time        // MySQL commit time of the epoch's last transaction
+	Bytes         int // approximate bytes of the applied transactions
+	Txns          int
+	Loaded        int              // rows of the initial copy loaded (see Load)
+	End           cdcsync.Position // position after the last transaction applied or passed
+	First         time.Time        // MySQL commit time of the epoch's first transaction
+	Last          time.Time        // MySQL commit time of the epoch's last transaction
 }
 
 // NewBuffer returns an empty epoch buffer; schemas resolves a table's

@@ -132,8 +132,13 @@ func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
 	}
-	if !strings.Contains(p.output(), "initial copy finished") {
-		t.Errorf("the last run did not finish a copy; output:\n%s", p.output())
+	// Each copy finished in some run: in one of the killed ones (a copy of
+	// 40,000 rows may end within a round) or in the last.
+	all := strings.Join(append(outputs, p.output()), "\n")
+	for _, tbl := range []string{"ints", "strs", "comp"} {
+		if !logHas(all, "initial copy finished", "table="+dbName+"."+tbl) {
+			t.Errorf("no run finished the copy of %s; last output:\n%s", tbl, p.output())
+		}
 	}
 	for _, tbl := range []string{"ints", "strs", "comp"} {
 		e.assertMirrors(tbl)

@@ -291,22 +291,31 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
 		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, runID)
 	}
-	if cur := t.current(); snapshotID(cur.CurrentSnapshot()) != snapshotID(snap) {
-		if !onlyEpochsSince(cur, base, t.pipeline) {
-			cleanup()
-			return t.compactionConflict(cur.CurrentSnapshot())
-		}
+	// restage plans again on a table that epochs moved and stages there.
+	restage := func(on *table.Table) (*table.Transaction, int, error) {
 		res.Replays++
-		plan, err := cur.Scan().PlanFiles(ctx)
+		plan, err := on.Scan().PlanFiles(ctx)
 		if err != nil {
-			cleanup()
-			return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
+			return nil, 0, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
 		}
-		base, tasks = cur, plan
-	} else {
-		base = cur // the same snapshot; properties may have changed
+		return stage(on, plan)
 	}
-	tx, removedDeletes, err := stage(base, tasks)
+	cur := t.current()
+	var (
+		tx             *table.Transaction
+		removedDeletes int
+		err            error
+	)
+	switch {
+	case snapshotID(cur.CurrentSnapshot()) == snapshotID(snap):
+		tx, removedDeletes, err = stage(cur, tasks) // properties may have changed
+	case !onlyEpochsSince(cur, base, t.pipeline):
+		cleanup()
+		return t.compactionConflict(cur.CurrentSnapshot())
+	default:
+		tx, removedDeletes, err = restage(cur)
+	}
+	base = cur
 	if err != nil {
 		cleanup()
 		return err
@@ -345,15 +354,9 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 			// Only epoch commits of this pipeline landed: they add files and
 			// equality deletes at higher sequence numbers, which keep applying
 			// to the rewritten files (pinned to snap's number). Re-stage.
-			res.Replays++
 			base = fresh
-			plan, perr := fresh.Scan().PlanFiles(ctx)
-			if perr != nil {
-				cleanup()
-				return fmt.Errorf("compact %s: plan files: %w", t.ID, perr)
-			}
 			var serr error
-			if tx, removedDeletes, serr = stage(fresh, plan); serr != nil {
+			if tx, removedDeletes, serr = restage(fresh); serr != nil {
 				cleanup()
 				return serr
 			}

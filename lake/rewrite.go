@@ -1,13 +1,13 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -78,7 +78,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 		return res, err
 	}
 	tasks := slices.Clone(g.Tasks)
-	sort.SliceStable(tasks, func(i, j int) bool { return seqOf(&tasks[i]) > seqOf(&tasks[j]) })
+	slices.SortStableFunc(tasks, func(x, y table.FileScanTask) int { return cmp.Compare(seqOf(&y), seqOf(&x)) }) // newest first
 
 	schema, err := readSchema(ctx, tbl, tasks[0])
 	if err != nil {
@@ -329,21 +329,13 @@ func (s *keySet) encode(rec arrow.RecordBatch, cols []int, row int) ([]byte, boo
 			b = binary.LittleEndian.AppendUint64(b, v.LowBits())
 			b = binary.LittleEndian.AppendUint64(b, uint64(v.HighBits()))
 		case *array.String:
-			v := a.Value(row)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
+			b = appendSized(b, a.Value(row))
 		case *array.LargeString:
-			v := a.Value(row)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
+			b = appendSized(b, a.Value(row))
 		case *array.Binary:
-			v := a.Value(row)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
+			b = appendSized(b, a.Value(row))
 		case *array.LargeBinary:
-			v := a.Value(row)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
+			b = appendSized(b, a.Value(row))
 		case *array.FixedSizeBinary:
 			b = append(b, a.Value(row)...)
 		default:
@@ -352,4 +344,11 @@ func (s *keySet) encode(rec arrow.RecordBatch, cols []int, row int) ([]byte, boo
 	}
 	s.buf = b
 	return b, true
+}
+
+// appendSized appends v after its length, so that concatenated values
+// cannot run into each other.
+func appendSized[T string | []byte](b []byte, v T) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
 }

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func TestRewriteGroup(t *testing.T) {
 			if len(groups) == 0 {
 				t.Fatal("nothing to compact")
 			}
-			var ours, theirs []string
+			var ours, theirs []cdcsync.Row
 			for _, g := range groups {
 				res, err := rewriteGroup(ctx, base, g, o.TargetFileSize)
 				if err != nil {
@@ -140,18 +141,12 @@ func TestRewriteGroup(t *testing.T) {
 				}
 				theirs = append(theirs, readFiles(t, base, tc.schema, ref)...)
 			}
-			slices.Sort(ours)
-			slices.Sort(theirs)
-			var want []string
-			for _, row := range model {
-				want = append(want, fmt.Sprint(row))
+			want := sortedRows(slices.Collect(maps.Values(model)))
+			if got := sortedRows(ours); !slices.Equal(got, want) {
+				t.Fatalf("rewritten rows differ from the model:\n got %v\nwant %v", got, want)
 			}
-			slices.Sort(want)
-			if !slices.Equal(ours, want) {
-				t.Fatalf("rewritten rows differ from the model:\n got %v\nwant %v", ours, want)
-			}
-			if !slices.Equal(ours, theirs) {
-				t.Fatalf("rewritten rows differ from iceberg-go's:\n ours   %v\ntheirs %v", ours, theirs)
+			if got, ref := sortedRows(ours), sortedRows(theirs); !slices.Equal(got, ref) {
+				t.Fatalf("rewritten rows differ from iceberg-go's:\n ours   %v\ntheirs %v", got, ref)
 			}
 			// And through Compact, which commits it.
 			res, err := tb.Compact(ctx, o)
@@ -162,20 +157,25 @@ func TestRewriteGroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, row := range rows {
-				got = append(got, fmt.Sprint(row))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
+			if got := sortedRows(rows); !slices.Equal(got, want) {
 				t.Fatalf("table after Compact differs from the model:\n got %v\nwant %v", got, want)
 			}
 		})
 	}
 }
 
+// sortedRows prints rows, sorted, for comparing row sets.
+func sortedRows(rows []cdcsync.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprint(r)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // readFiles reads the new data files of a group result as rows.
-func readFiles(t *testing.T, tbl *table.Table, ts *cdcsync.TableSchema, res table.CompactionGroupResult) []string {
+func readFiles(t *testing.T, tbl *table.Table, ts *cdcsync.TableSchema, res table.CompactionGroupResult) []cdcsync.Row {
 	t.Helper()
 	var tasks []table.FileScanTask
 	for _, f := range res.NewDataFiles {
@@ -188,7 +188,7 @@ func readFiles(t *testing.T, tbl *table.Table, ts *cdcsync.TableSchema, res tabl
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []cdcsync.Row
 	for rec, err := range recs {
 		if err != nil {
 			t.Fatal(err)
@@ -198,9 +198,7 @@ func readFiles(t *testing.T, tbl *table.Table, ts *cdcsync.TableSchema, res tabl
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range rows {
-			out = append(out, fmt.Sprint(r))
-		}
+		out = append(out, rows...)
 	}
 	return out
 }

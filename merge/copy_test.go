@@ -224,13 +224,7 @@ func runCopy(t *testing.T, db *fakeMySQL, sink *icebergModel, st *cdcsync.CopySt
 		}
 	}
 	// Let the copy finish with the stream idle.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(p.Copying()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the copy did not finish: %+v", p.Copying())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the copy to finish", func() bool { return len(p.Copying()) == 0 })
 	close(txns)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -322,10 +316,7 @@ func TestCopyAddsNoDeletesForUntouchedKeys(t *testing.T) {
 	txns := make(chan *cdcsync.Txn)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), txns) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(p.Copying()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the copy to finish", func() bool { return len(p.Copying()) == 0 })
 	close(txns)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -373,10 +364,7 @@ func TestResyncCopiesAgain(t *testing.T) {
 			sink.mu.Unlock()
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(p.Copying()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the copy to finish", func() bool { return len(p.Copying()) == 0 })
 	if err := p.Resync(context.Background(), cdcsync.TableID{Database: "shop", Table: "nope"}); err == nil {
 		t.Error("a resync of a table the pipeline does not mirror succeeded")
 	}

@@ -331,6 +331,17 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		return cause
 	}
+	// mergeCopies merges the copied chunks that are ready into the open
+	// epoch, and seals it when full. An error ends Run.
+	mergeCopies := func() error {
+		if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
+			return finish(err)
+		}
+		if full() {
+			return seal()
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -354,13 +365,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 					p.readPos = t.Pos
 				}
 				if len(p.copies) > 0 {
-					if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
-						return finish(err)
-					}
-					if full() {
-						if err := seal(); err != nil {
-							return err
-						}
+					if err := mergeCopies(); err != nil {
+						return err
 					}
 				}
 				continue
@@ -378,11 +384,10 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return finish(err)
 			}
 			if len(p.copies) > 0 {
-				if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
-					return finish(err)
+				if err := mergeCopies(); err != nil {
+					return err
 				}
-			}
-			if full() {
+			} else if full() {
 				if err := seal(); err != nil {
 					return err
 				}
@@ -391,13 +396,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			p.openWindow(req)
 		case r := <-p.copier.results:
 			p.receive(r)
-			if err := p.mergeReady(func() *Buffer { return open(time.Now()) }); err != nil {
-				return finish(err)
-			}
-			if full() {
-				if err := seal(); err != nil {
-					return err
-				}
+			if err := mergeCopies(); err != nil {
+				return err
 			}
 		case err := <-p.copier.errs:
 			return finish(err)

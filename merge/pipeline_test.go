@@ -125,19 +125,11 @@ func TestPipelineSealsByInterval(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- p.Run(context.Background(), ch) }()
 	ch <- txnAt(1, ins(u(1, "eu", "a")))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, "the epoch to seal by interval", func() bool {
 		sink.mu.Lock()
-		n := len(sink.checkpoints)
-		sink.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("epoch did not seal by interval")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer sink.mu.Unlock()
+		return len(sink.checkpoints) == 1
+	})
 	close(ch)
 	if err := <-done; err != nil {
 		t.Fatal(err)

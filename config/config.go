@@ -95,6 +95,12 @@ const (
 type Warehouse struct {
 	Location string `yaml:"location"` // default "./warehouse"; a local path, file:///abs, s3://bucket/prefix or oss://bucket/prefix
 	S3       S3     `yaml:"s3"`
+	// MaxOpenFiles bounds the data and delete files cdcsync writes at
+	// once, across all tables (a file descriptor each on a local
+	// warehouse, an upload each on S3); default 8. Whatever an epoch's
+	// partition count, an epoch's files are written partition after
+	// partition within it.
+	MaxOpenFiles int `yaml:"max_open_files"`
 }
 
 // S3 configures access to S3-compatible object storage (AWS S3, MinIO, OSS).
@@ -229,9 +235,13 @@ const (
 	// CPU (docs/performance.md).
 	DefaultGCPercent         = 50
 	DefaultCommitConcurrency = 4
-	DefaultChunkRows         = 20000
-	DefaultSnapshotWorkers   = 2
-	DefaultHTTPListen        = "127.0.0.1:9187"
+	DefaultMaxOpenFiles      = 8
+	// MaxMaxOpenFiles keeps max_open_files well under the smallest common
+	// RLIMIT_NOFILE (1024).
+	MaxMaxOpenFiles        = 256
+	DefaultChunkRows       = 20000
+	DefaultSnapshotWorkers = 2
+	DefaultHTTPListen      = "127.0.0.1:9187"
 
 	DefaultMaintenanceEveryEpochs = 5
 	DefaultCompactDeleteFiles     = 5
@@ -342,6 +352,7 @@ func (c *Config) applyDefaults() {
 
 	str("warehouse.location", &c.Warehouse.Location, DefaultLocation)
 	str("warehouse.s3.region", &c.Warehouse.S3.Region, DefaultRegion)
+	num("warehouse.max_open_files", &c.Warehouse.MaxOpenFiles, DefaultMaxOpenFiles)
 
 	cat := &c.Catalog
 	str("catalog.type", &cat.Type, CatalogSQL)

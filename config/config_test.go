@@ -160,7 +160,7 @@ var fullWant = Config{
 	Warehouse: Warehouse{Location: "s3://lake/cdc", S3: S3{
 		Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: true, AccessKeyID: "minioadmin",
 		SecretAccessKey: "s3-secret-value", SessionToken: "s3-session-token", CAFile: "/etc/cdcsync/minio-ca.pem",
-	}},
+	}, MaxOpenFiles: 8},
 	Catalog: Catalog{Type: "sql", Name: "lake",
 		SQL:  SQLCatalog{Driver: "postgres", DSN: "postgres://iceberg:pg-secret@pg:5432/iceberg"},
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
@@ -250,7 +250,7 @@ func TestDefaults(t *testing.T) {
 		Pipeline: "cdcsync",
 		Source: Source{Host: "127.0.0.1", Port: 3306, User: "cdcsync", ServerID: 4242, Include: []string{"shop.*"},
 			ConnectTimeout: Duration{10 * time.Second}, TLS: TLS{Mode: "disabled"}},
-		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}},
+		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}, MaxOpenFiles: 8},
 		Catalog:   Catalog{Type: "sql", Name: "cdcsync", SQL: SQLCatalog{Driver: "sqlite", DSN: "./catalog.db"}},
 		Epoch:     Epoch{Interval: Duration{5 * time.Second}, MaxRows: 200000, MaxBytes: 128 << 20, CommitConcurrency: 4},
 		Snapshot:  Snapshot{ChunkRows: 20000, Workers: 2},

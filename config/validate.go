@@ -138,6 +138,9 @@ func (c *Config) Validate() error {
 	if c.GCPercent == -1 && c.MemoryLimit == 0 {
 		p.add("gc_percent", "gc_percent: -1 turns off collections by heap growth, so it needs memory_limit; set memory_limit too, e.g. memory_limit: 1GiB")
 	}
+	if n := c.Warehouse.MaxOpenFiles; n <= 0 || n > MaxMaxOpenFiles {
+		p.add("warehouse.max_open_files", "warehouse.max_open_files must be between 1 and %d files written at once (got %d), e.g. max_open_files: %d", MaxMaxOpenFiles, n, DefaultMaxOpenFiles)
+	}
 	if e.CommitConcurrency <= 0 {
 		p.add("epoch.commit_concurrency", "epoch.commit_concurrency must be a positive number of tables committed in parallel (got %d), e.g. commit_concurrency: 4", e.CommitConcurrency)
 	}

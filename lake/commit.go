@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -168,14 +166,14 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	}
 	rd := tx.NewRowDelta(t.summary(e, copying))
 	if len(rows) > 0 {
-		files, err := t.writeData(ctx, base, sliceBatches(t.dataOut, rows))
+		files, err := t.writeFiles(ctx, base, t.dataFile, rows)
 		if err != nil {
-			return err
+			return fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}
 		rd.AddRows(files...)
 	}
 	if len(deletes) > 0 {
-		files, err := tx.WriteEqualityDeletes(ctx, t.eqIDs, sliceBatches(t.delOut, deletes))
+		files, err := t.writeFiles(ctx, base, t.eqFile, deletes)
 		if err != nil {
 			return fmt.Errorf("write equality deletes of %s: %w", t.ID, err)
 		}
@@ -185,18 +183,6 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
 	}
 	return t.finish(ctx, tx, e, base)
-}
-
-func (t *Table) writeData(ctx context.Context, base *table.Table, batches iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
-	var files []iceberg.DataFile
-	// The rows are in memory already; queue few Arrow copies of them.
-	for f, err := range table.WriteRecords(ctx, base, t.dataOut.schema, batches, table.WithRecordBatchBufferSize(rewriteQueuedBatches)) {
-		if err != nil {
-			return nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
-		}
-		files = append(files, f)
-	}
-	return files, nil
 }
 
 // finish commits the staged transaction and reconciles on failure.
@@ -260,26 +246,6 @@ func (t *Table) reload(ctx context.Context) (*table.Table, error) {
 		return nil, err
 	}
 	return &fresh, nil
-}
-
-// sliceBatches yields rows as record batches of at most 64k rows.
-func sliceBatches(l *rowLayout, rows []cdcsync.Row) iter.Seq2[arrow.RecordBatch, error] {
-	const max = 1 << 16
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		bb := newBatchBuilder(l)
-		defer bb.release()
-		for i, r := range rows {
-			if err := bb.add(r); err != nil {
-				yield(nil, err)
-				return
-			}
-			if bb.n == max || i == len(rows)-1 {
-				if !yield(bb.flush(), nil) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // CommittedBy returns what the named pipeline last committed to tbl.

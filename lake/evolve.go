@@ -715,6 +715,9 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 	if readErr != nil {
 		return 0, readErr
 	}
+	if err := checkRowCount(files, n); err != nil {
+		return 0, fmt.Errorf("the rewritten rows of %s: %w", t.ID, err)
+	}
 	if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, t.Copying())); err != nil {
 		return 0, fmt.Errorf("replace the rows of %s: %w", t.ID, err)
 	}

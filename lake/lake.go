@@ -51,6 +51,9 @@ type Lake struct {
 	ioProps   iceberg.Properties
 	aws       *aws.Config // set when the S3 endpoint needs a private CA
 	log       *slog.Logger
+	// files is the budget of files written at once, shared by every table
+	// (warehouse.max_open_files): a slot is held while a file is open.
+	files chan struct{}
 }
 
 // Open connects to the configured catalog. It creates the SQL catalog's
@@ -87,7 +90,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 	if err != nil {
 		return nil, err
 	}
-	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log}, nil
+	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
+		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles))}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {

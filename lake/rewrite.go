@@ -98,6 +98,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 
 	deleted := newKeySet()
 	loaded := map[string]bool{}
+	var handed int64 // rows given to the writer
 	records := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tk := range tasks {
 			for _, d := range tk.EqualityDeleteFiles {
@@ -131,6 +132,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 				if live == nil {
 					continue
 				}
+				handed += live.NumRows()
 				if !yield(live, nil) {
 					live.Release()
 					return
@@ -148,6 +150,9 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 		}
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		res.BytesAfter += df.FileSizeBytes()
+	}
+	if err := checkRowCount(res.NewDataFiles, handed); err != nil {
+		return res, fmt.Errorf("compacted files for group %q: %w", g.PartitionKey, err)
 	}
 	for _, tk := range g.Tasks {
 		res.OldDataFiles = append(res.OldDataFiles, tk.File)

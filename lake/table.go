@@ -39,6 +39,13 @@ type Table struct {
 	dataOut  *rowLayout // data files: every column
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
 	eqIDs    []int
+	// The files of an epoch commit: data files, equality delete files (the
+	// key columns only; the partition comes from the partition sources of
+	// delOut), the partition spec they are written under, and the
+	// process's open-file budget.
+	dataFile, eqFile *fileOut
+	part             *partitioner
+	files            chan struct{}
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
 
@@ -307,12 +314,27 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
+	eqSchema, err := sc.Select(true, names[:len(eqIDs)]...)
+	if err != nil {
+		return nil, fmt.Errorf("equality delete schema of %s: %w", ts.ID, err)
+	}
+	eqOut, err := newRowLayout(ts, eqSchema)
+	if err != nil {
+		return nil, err
+	}
+	part, err := newPartitioner(ts, sc, spec)
+	if err != nil {
+		return nil, err
+	}
 	c, err := committedIn(tbl, l.cfg.Pipeline)
 	if err != nil {
 		return nil, err
 	}
 	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline,
-		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs}, nil
+		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs,
+		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData},
+		eqFile:   &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs},
+		part:     part, files: l.files}, nil
 }
 
 // rowLayout maps an Arrow schema derived from the Iceberg schema to the

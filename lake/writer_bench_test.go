@@ -174,7 +174,7 @@ func perRow(b *testing.B, rows int, before runtime.MemStats, elapsed, cpu time.D
 }
 
 // BenchmarkArrowBuild measures rows.go alone: canonical rows to Arrow
-// record batches of 64k rows, as sliceBatches feeds the writer.
+// record batches of 64k rows, as the file writer builds them.
 func BenchmarkArrowBuild(b *testing.B) {
 	_, t := benchTable(b)
 	rows := benchRows(benchFileRows)
@@ -184,12 +184,16 @@ func BenchmarkArrowBuild(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		for rec, err := range sliceBatches(t.dataOut, rows) {
-			if err != nil {
+		bb := newBatchBuilder(t.dataOut)
+		for j, r := range rows {
+			if err := bb.add(r); err != nil {
 				b.Fatal(err)
 			}
-			rec.Release()
+			if bb.n == writeBatchRows || j == len(rows)-1 {
+				bb.flush().Release()
+			}
 		}
+		bb.release()
 	}
 	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
@@ -197,7 +201,7 @@ func BenchmarkArrowBuild(b *testing.B) {
 }
 
 // BenchmarkWriteArrow is cdcsync's data-file path: rows -> Arrow ->
-// table.WriteRecords -> DataFile (with metrics), one file per op.
+// pqarrow -> DataFile (with metrics, files.go), one file per op.
 func BenchmarkWriteArrow(b *testing.B) {
 	_, t := benchTable(b)
 	rows := benchRows(benchFileRows)
@@ -209,7 +213,7 @@ func BenchmarkWriteArrow(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		files, err := t.writeData(ctx, t.current(), sliceBatches(t.dataOut, rows))
+		files, err := t.writeFiles(ctx, t.current(), t.dataFile, rows)
 		if err != nil {
 			b.Fatal(err)
 		}

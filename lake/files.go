@@ -1,0 +1,494 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// This file writes an epoch's rows (final images, or the before images of
+// its equality deletes) as Parquet files. It replaces iceberg-go's
+// partitioned fanout writer for epoch commits, which keeps one open file
+// per partition until the end and loses the rows of a partition whose file
+// failed to open (its writer leaves the factory's map when its goroutine
+// exits, so the error never reaches the caller: issue 22). Here the rows
+// are grouped by partition first and each group is written whole, one file
+// open per worker, with every error returned, and the files' row counts are
+// checked against the rows handed over before anything is committed.
+
+// fileOut is what one kind of file of a table holds.
+type fileOut struct {
+	layout  *rowLayout      // Arrow schema of the file and the row columns feeding it
+	schema  *iceberg.Schema // Iceberg schema of the file's columns
+	content iceberg.ManifestEntryContent
+	eqIDs   []int // equality field ids, for equality delete files
+}
+
+// partitioner computes the partition of a row under a spec.
+type partitioner struct {
+	spec   iceberg.PartitionSpec
+	schema *iceberg.Schema // the table schema, for partition paths
+	fields []partField
+}
+
+type partField struct {
+	fieldID   int // the partition field's id
+	col       int // the MySQL column of its source
+	kind      cdcsync.Kind
+	precision int
+	scale     int
+	transform iceberg.Transform
+}
+
+func newPartitioner(ts *cdcsync.TableSchema, sc *iceberg.Schema, spec iceberg.PartitionSpec) (*partitioner, error) {
+	p := &partitioner{spec: spec, schema: sc}
+	for _, f := range spec.Fields() {
+		name, ok := sc.FindColumnName(f.SourceID())
+		if !ok {
+			return nil, fmt.Errorf("partition field %s of %s: source field %d is not in the Iceberg schema", f.Name, ts.ID, f.SourceID())
+		}
+		col := ts.ColumnIndex(name)
+		if col < 0 {
+			return nil, fmt.Errorf("partition field %s of %s: column %s is not in the MySQL table", f.Name, ts.ID, name)
+		}
+		c := ts.Columns[col]
+		p.fields = append(p.fields, partField{fieldID: f.FieldID, col: col, kind: c.Kind, precision: c.Precision, scale: c.Scale, transform: f.Transform})
+	}
+	return p, nil
+}
+
+// partitioned reports whether the spec has any field.
+func (p *partitioner) partitioned() bool { return len(p.fields) > 0 }
+
+// values returns the partition values of r, in spec field order, as the
+// Go values iceberg-go records in manifests (nil for a null).
+func (p *partitioner) values(r cdcsync.Row) ([]any, error) {
+	out := make([]any, len(p.fields))
+	for i, f := range p.fields {
+		v := r[f.col]
+		if v == nil {
+			continue
+		}
+		lit, err := literalOf(v, f.kind, f.precision, f.scale)
+		if err != nil {
+			return nil, err
+		}
+		res := f.transform.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: lit})
+		if res.Valid {
+			out[i] = res.Val.Any()
+		}
+	}
+	return out, nil
+}
+
+// literalOf converts a canonical value to the Iceberg literal of its column.
+func literalOf(v any, k cdcsync.Kind, precision, scale int) (iceberg.Literal, error) {
+	bad := func() (iceberg.Literal, error) {
+		return nil, fmt.Errorf("value %v of Go type %T is not a canonical %s", v, v, k)
+	}
+	switch k {
+	case cdcsync.KindInt32:
+		if x, ok := v.(int32); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindInt64, cdcsync.KindTime:
+		if x, ok := v.(int64); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindFloat32:
+		if x, ok := v.(float32); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindFloat64:
+		if x, ok := v.(float64); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindString:
+		if x, ok := v.(string); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindBinary:
+		if x, ok := v.([]byte); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindBool:
+		if x, ok := v.(bool); ok {
+			return iceberg.NewLiteral(x), nil
+		}
+	case cdcsync.KindDate:
+		if x, ok := v.(int32); ok {
+			return iceberg.NewLiteral(iceberg.Date(x)), nil
+		}
+	case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
+		if x, ok := v.(int64); ok {
+			return iceberg.NewLiteral(iceberg.Timestamp(x)), nil
+		}
+	case cdcsync.KindDecimal:
+		if s, ok := v.(string); ok {
+			n, err := decimal128.FromString(s, int32(precision), int32(scale))
+			if err != nil {
+				return nil, fmt.Errorf("decimal %q does not fit decimal(%d,%d): %w", s, precision, scale, err)
+			}
+			return iceberg.NewLiteral(iceberg.Decimal{Val: n, Scale: scale}), nil
+		}
+	}
+	return bad()
+}
+
+// partitionRecord is a partition tuple as iceberg-go's StructLike.
+type partitionRecord []any
+
+func (r partitionRecord) Size() int          { return len(r) }
+func (r partitionRecord) Get(pos int) any    { return r[pos] }
+func (r partitionRecord) Set(pos int, v any) { r[pos] = v }
+
+// group is the rows of one partition, by index into the rows written.
+type group struct {
+	values partitionRecord
+	rows   []int
+}
+
+// groupRows groups rows by partition, in the order partitions first appear.
+func (p *partitioner) groupRows(rows []cdcsync.Row) ([]*group, error) {
+	if !p.partitioned() {
+		all := make([]int, len(rows))
+		for i := range all {
+			all[i] = i
+		}
+		return []*group{{rows: all}}, nil
+	}
+	byKey := map[string]*group{}
+	var groups []*group
+	var key []byte
+	for i, r := range rows {
+		vals, err := p.values(r)
+		if err != nil {
+			return nil, err
+		}
+		key = appendPartitionKey(key[:0], vals)
+		g, ok := byKey[string(key)]
+		if !ok {
+			g = &group{values: vals}
+			byKey[string(key)] = g
+			groups = append(groups, g)
+		}
+		g.rows = append(g.rows, i)
+	}
+	return groups, nil
+}
+
+// appendPartitionKey encodes partition values so that two tuples encode
+// equally exactly when they are the same partition (a null differs from
+// every value, the types of one spec field never vary).
+func appendPartitionKey(b []byte, vals []any) []byte {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case nil:
+			b = append(b, 0)
+		case []byte:
+			b = appendSized(append(b, 1), x)
+		case string:
+			b = appendSized(append(b, 1), x)
+		default:
+			b = appendSized(append(b, 1), fmt.Sprint(x))
+		}
+	}
+	return b
+}
+
+// fileWriter writes the files of one table commit.
+type fileWriter struct {
+	tbl     *table.Table
+	tableID cdcsync.TableID
+	part    *partitioner
+	out     *fileOut
+	slots   chan struct{} // the process's open-file budget
+	target  int64         // roll to a new file at this many bytes
+	props   *parquet.WriterProperties
+	run     string // unique per write, in every file name
+	files   atomic.Int64
+}
+
+// writeFiles writes rows as files of out's kind, grouped by partition, at
+// most cap(slots) files open at a time, and returns them in partition
+// order. The files must hold exactly len(rows) rows.
+func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
+	part := t.part
+	groups, err := part.groupRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
+	}
+	w := &fileWriter{tbl: tbl, tableID: t.ID, part: part, out: out, slots: t.files,
+		target: int64(tbl.Properties().GetInt(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)),
+		props:  parquetProps(tbl.Properties(), out.layout),
+		run:    uuid.NewString()}
+	perGroup := make([][]iceberg.DataFile, len(groups))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+	)
+	workers := min(cap(w.slots), len(groups))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(groups) || ctx.Err() != nil {
+					return
+				}
+				files, err := w.writeGroup(ctx, i, groups[i], rows)
+				if err != nil {
+					errOnce.Do(func() { first = err; cancel() })
+					return
+				}
+				perGroup[i] = files
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	var files []iceberg.DataFile
+	for _, fs := range perGroup {
+		files = append(files, fs...)
+	}
+	if err := checkRowCount(files, int64(len(rows))); err != nil {
+		return nil, fmt.Errorf("%s files of %s: %w", contentName(out.content), t.ID, err)
+	}
+	return files, nil
+}
+
+// checkRowCount is the end-to-end guard on every write: the files must
+// record exactly the rows handed to their writer, else nothing is committed.
+func checkRowCount(files []iceberg.DataFile, want int64) error {
+	var got int64
+	for _, f := range files {
+		got += f.Count()
+	}
+	if got != want {
+		return fmt.Errorf("the %d files written hold %d rows but %d were handed to the writer; nothing was committed (a write error was lost)", len(files), got, want)
+	}
+	return nil
+}
+
+func contentName(c iceberg.ManifestEntryContent) string {
+	switch c {
+	case iceberg.EntryContentEqDeletes:
+		return "equality delete"
+	case iceberg.EntryContentPosDeletes:
+		return "position delete"
+	}
+	return "data"
+}
+
+// writeGroup writes the rows of one partition, rolling to a new file at the
+// target size. It holds one slot of the open-file budget while a file is
+// open.
+func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-w.slots }()
+
+	fsys, err := w.tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("the file IO of %s cannot write files", w.tableID)
+	}
+	loc, err := w.tbl.LocationProvider()
+	if err != nil {
+		return nil, err
+	}
+	partPath := ""
+	if w.part.partitioned() {
+		partPath = w.part.spec.PartitionToPath(g.values, w.part.schema)
+	}
+	var files []iceberg.DataFile
+	var f *openFile
+	defer func() {
+		if f != nil {
+			f.abort()
+		}
+	}()
+	bb := newBatchBuilder(w.out.layout)
+	defer bb.release()
+	flush := func() error {
+		rec := bb.flush()
+		defer rec.Release()
+		if err := f.pq.Write(rec); err != nil {
+			return fmt.Errorf("write %s: %w", f.path, err)
+		}
+		return nil
+	}
+	for n, i := range g.rows {
+		if f == nil {
+			name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, gi, w.files.Add(1), fileSuffix(w.out.content))
+			path := loc.NewDataLocation(name)
+			if partPath != "" {
+				path = loc.NewDataLocation(partPath + "/" + name)
+			}
+			if f, err = openParquet(wfs, path, w.out.layout, w.props); err != nil {
+				return nil, err
+			}
+		}
+		if err := bb.add(rows[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.tableID, err)
+		}
+		if bb.n == writeBatchRows || n == len(g.rows)-1 {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			if f.size.n >= w.target || n == len(g.rows)-1 {
+				df, err := w.close(f, g.values)
+				f = nil
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, df)
+			}
+		}
+	}
+	return files, nil
+}
+
+// writeBatchRows is the size of the Arrow batches (and Parquet row groups)
+// an epoch's rows are written in.
+const writeBatchRows = 1 << 16
+
+func fileSuffix(c iceberg.ManifestEntryContent) string {
+	if c == iceberg.EntryContentEqDeletes {
+		return "eq-deletes"
+	}
+	return "data"
+}
+
+// close finishes f and describes it for the manifest.
+func (w *fileWriter) close(f *openFile, values partitionRecord) (iceberg.DataFile, error) {
+	if err := f.pq.Close(); err != nil {
+		f.aborted = true
+		return nil, fmt.Errorf("finish %s: %w", f.path, err)
+	}
+	meta, err := f.pq.FileMetadata()
+	if err != nil {
+		return nil, fmt.Errorf("read back the footer of %s: %w", f.path, err)
+	}
+	pv := make(map[int]any, len(values))
+	for i, v := range values {
+		pv[w.part.fields[i].fieldID] = v
+	}
+	df, err := table.DataFileFromMetadata(table.DataFileArgs{
+		Schema:           w.out.schema,
+		Spec:             w.part.spec,
+		Format:           iceberg.ParquetFile,
+		Metadata:         meta,
+		FilePath:         f.path,
+		FileSize:         f.size.n,
+		Content:          w.out.content,
+		PartitionValues:  pv,
+		Properties:       w.tbl.Properties(),
+		EqualityFieldIDs: w.out.eqIDs,
+		FormatVersion:    w.tbl.Metadata().Version(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describe %s for the manifest: %w", f.path, err)
+	}
+	return df, nil
+}
+
+// openFile is a Parquet file being written.
+type openFile struct {
+	path    string
+	file    icebergio.FileWriter
+	size    *countingWriter
+	pq      *pqarrow.FileWriter
+	aborted bool
+}
+
+func openParquet(fs icebergio.WriteFileIO, path string, l *rowLayout, props *parquet.WriterProperties) (*openFile, error) {
+	fw, err := fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	cw := &countingWriter{w: fw}
+	pq, err := pqarrow.NewFileWriter(l.schema, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		fw.Close()
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	return &openFile{path: path, file: fw, size: cw, pq: pq}, nil
+}
+
+// abort releases a file that will not be committed; the object, if any was
+// written, is an orphan that orphan cleanup removes.
+func (f *openFile) abort() {
+	if !f.aborted {
+		f.aborted = true
+		_ = f.file.Close()
+	}
+}
+
+// countingWriter counts the bytes of a file as they are written: the size
+// recorded in the manifest.
+type countingWriter struct {
+	w interface {
+		Write([]byte) (int, error)
+		Close() error
+	}
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) Close() error { return c.w.Close() }
+
+// parquetProps are the Parquet writer settings of a table: its compression
+// codec and, as iceberg-go (and Iceberg Java) do, the cost-based dictionary
+// fallback on every column, so that a column of distinct values is written
+// plain rather than with a dictionary as large as itself.
+func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties {
+	codec := compress.Codecs.Zstd
+	switch p.Get(table.ParquetCompressionKey, "zstd") {
+	case "snappy":
+		codec = compress.Codecs.Snappy
+	case "gzip":
+		codec = compress.Codecs.Gzip
+	case "uncompressed":
+		codec = compress.Codecs.Uncompressed
+	case "lz4":
+		codec = compress.Codecs.Lz4Raw
+	case "brotli":
+		codec = compress.Codecs.Brotli
+	}
+	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithStats(true)}
+	for _, f := range l.schema.Fields() {
+		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
+	}
+	return parquet.NewWriterProperties(opts...)
+}

@@ -1,0 +1,218 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
+)
+
+// ordersSchema is an orders table keyed by id with a DATETIME to partition on.
+func ordersSchema() *cdcsync.TableSchema {
+	return &cdcsync.TableSchema{ID: cdcsync.TableID{Database: "shop", Table: "orders"}, Columns: []cdcsync.Column{
+		{Name: "id", DataType: "bigint", ColumnType: "bigint(20)", Kind: cdcsync.KindInt64},
+		{Name: "created_at", DataType: "datetime", ColumnType: "datetime(6)", Kind: cdcsync.KindTimestamp, Nullable: true},
+		{Name: "note", DataType: "varchar", ColumnType: "varchar(32)", Kind: cdcsync.KindString, Nullable: true},
+	}, PrimaryKey: []int{0}}
+}
+
+// partitionedConfig is kvConfig with the orders table partitioned by spec.
+func partitionedConfig(t *testing.T, dir string, extra string, spec ...string) *config.Config {
+	t.Helper()
+	parts := ""
+	for i, s := range spec {
+		if i > 0 {
+			parts += ", "
+		}
+		parts += fmt.Sprintf("%q", s)
+	}
+	yaml := fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\n%scatalog:\n  sql:\n    dsn: %s\n"+
+		"tables:\n  - match: shop.orders\n    partition: [%s]\n",
+		filepath.Join(dir, "warehouse"), extra, filepath.Join(dir, "catalog.db"), parts)
+	p := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const microsPerDay = int64(86_400_000_000)
+
+// orderRow is order id created day days after 1970-01-01.
+func orderRow(id int64, day int64, note string) cdcsync.Row {
+	return cdcsync.Row{id, day*microsPerDay + id%1000, note}
+}
+
+// limitOpenFiles lowers the process's soft RLIMIT_NOFILE to what is open now
+// plus headroom, until the returned function or the end of the test.
+func limitOpenFiles(t *testing.T, headroom uint64) (restore func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = uint64(len(ents)) + headroom
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	restore = func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+func orderModel(rows []cdcsync.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprint(r...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func assertOrders(t *testing.T, tbl *table.Table, want map[int64]cdcsync.Row) {
+	t.Helper()
+	got, err := ReadRows(context.Background(), tbl, ordersSchema(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w []cdcsync.Row
+	for _, r := range want {
+		w = append(w, r)
+	}
+	g, wm := orderModel(got), orderModel(w)
+	if len(g) != len(wm) {
+		t.Fatalf("the table holds %d rows, want %d", len(g), len(wm))
+	}
+	for i := range g {
+		if g[i] != wm[i] {
+			t.Fatalf("row %d: got %s, want %s", i, g[i], wm[i])
+		}
+	}
+}
+
+// TestCommitManyPartitionsLowFileLimit: an epoch that touches thousands of
+// partitions commits every row and every delete under an open-file limit
+// far below the partition count (issue 22: the fanout writers lost the rows
+// of every partition whose file failed to open, without an error).
+func TestCommitManyPartitionsLowFileLimit(t *testing.T) {
+	for _, spec := range [][]string{{"day(created_at)", "bucket(8, id)"}, {"day(created_at)"}, {"bucket(64, id)"}} {
+		t.Run(fmt.Sprint(spec), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			lk := openLake(t, partitionedConfig(t, dir, "", spec...))
+			tb, err := lk.EnsureTable(ctx, ordersSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			limitOpenFiles(t, 64)
+
+			const n = 3000
+			model := map[int64]cdcsync.Row{}
+			var rows []cdcsync.Row
+			for id := int64(1); id <= n; id++ {
+				r := orderRow(id, id*3, "v1") // one day each, over 25 years
+				rows = append(rows, r)
+				model[id] = r
+			}
+			if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+
+			// Every row moves by a day: the deletes go to the old partitions.
+			var dels []cdcsync.Row
+			rows = rows[:0]
+			for id := int64(1); id <= n; id++ {
+				if id%5 == 0 {
+					dels = append(dels, model[id])
+					delete(model, id)
+					continue
+				}
+				dels = append(dels, model[id])
+				r := orderRow(id, id*3+1, "v2")
+				rows = append(rows, r)
+				model[id] = r
+			}
+			if err := tb.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, dels, rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+		})
+	}
+}
+
+// TestCommitFileErrorFails: a file that cannot be opened fails the commit
+// with the cause, leaves the table as it was, and the retry commits it all.
+func TestCommitFileErrorFails(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	lk := openLake(t, partitionedConfig(t, dir, "", "day(created_at)", "bucket(8, id)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[int64]cdcsync.Row{}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 500; id++ {
+		r := orderRow(id, id, "v1")
+		rows = append(rows, r)
+		model[id] = r
+	}
+	restore := limitOpenFiles(t, 0)
+	err = tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil)
+	restore()
+	if err == nil || !strings.Contains(err.Error(), "too many open files") {
+		t.Fatalf("commit under no free file descriptor: got %v, want an error naming too many open files", err)
+	}
+	if c, err := tb.Committed(); err != nil || c.Found {
+		t.Fatalf("after the failed commit the table records %+v (%v), want nothing", c, err)
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+}
+
+func TestCheckRowCount(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	lk := openLake(t, partitionedConfig(t, dir, "", "bucket(4, id)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []cdcsync.Row{orderRow(1, 1, "a"), orderRow(2, 2, "b"), orderRow(3, 3, "c")}
+	files, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRowCount(files, 3); err != nil {
+		t.Fatalf("the files of 3 rows: %v", err)
+	}
+	err = checkRowCount(files[1:], 3)
+	if err == nil || !strings.Contains(err.Error(), "hold") || !strings.Contains(err.Error(), "3 were handed") {
+		t.Fatalf("files missing a partition's rows: got %v, want the counts named", err)
+	}
+}

@@ -193,10 +193,23 @@ func (e *env) start(extraEnv ...string) *proc {
 	return e.startWith(binary, extraEnv...)
 }
 
+// startLimited runs the cdcsync binary bin under an open-file limit of
+// nofile (soft and hard, as `ulimit -n` sets it, so the Go runtime cannot
+// raise it).
+func (e *env) startLimited(bin string, nofile int, extraEnv ...string) *proc {
+	e.t.Helper()
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), bin, "run", "--config", e.cfgPath)
+	return e.startCmd(cmd, extraEnv...)
+}
+
 // startWith runs the given cdcsync binary on the env's config.
 func (e *env) startWith(bin string, extraEnv ...string) *proc {
 	e.t.Helper()
-	cmd := exec.Command(bin, "run", "--config", e.cfgPath)
+	return e.startCmd(exec.Command(bin, "run", "--config", e.cfgPath), extraEnv...)
+}
+
+func (e *env) startCmd(cmd *exec.Cmd, extraEnv ...string) *proc {
+	e.t.Helper()
 	cmd.Env = append(os.Environ(), extraEnv...)
 	p := &proc{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1)}
 	cmd.Stdout = lockedWriter{p.mu, p.out}

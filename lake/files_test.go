@@ -26,7 +26,7 @@ func ordersSchema() *cdcsync.TableSchema {
 }
 
 // partitionedConfig is kvConfig with the orders table partitioned by spec.
-func partitionedConfig(t *testing.T, dir string, extra string, spec ...string) *config.Config {
+func partitionedConfig(t testing.TB, dir string, extra string, spec ...string) *config.Config {
 	t.Helper()
 	parts := ""
 	for i, s := range spec {

@@ -67,7 +67,7 @@ func kvConfig(t *testing.T, dir, pipeline string) *config.Config {
 	return cfg
 }
 
-func openLake(t *testing.T, cfg *config.Config) *Lake {
+func openLake(t testing.TB, cfg *config.Config) *Lake {
 	t.Helper()
 	lk, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -592,3 +592,36 @@ func cpuNow() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkWriteManyPartitions writes 20,000 rows spread over 2,000
+// partitions (ten rows a file), the shape of an epoch on a finely
+// partitioned table: per-file costs dominate.
+func BenchmarkWriteManyPartitions(b *testing.B) {
+	ctx := context.Background()
+	lk := openLake(b, partitionedConfig(b, b.TempDir(), "", "bucket(2000, id)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 20000; id++ {
+		rows = append(rows, orderRow(id, id, "v1"))
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuNow()
+	var files int
+	for i := 0; i < b.N; i++ {
+		fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = len(fs)
+	}
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
+	b.StopTimer()
+	perRow(b, len(rows), ms, elapsed, cpu, 0)
+	b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*files), "µs/file")
+}

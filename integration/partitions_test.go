@@ -193,7 +193,7 @@ func TestCrashRecoveryFinePartitions(t *testing.T) {
 		fmt.Fprintf(&rules, "\n  - match: %s.%s\n    partition: %s", dbName, ft.name, ft.partition)
 	}
 	e := newEnv(t, dbName, envOptions{tables: rules.String(), epoch: "interval: 500ms",
-		extra: "maintenance:\n  every_epochs: 2\n  compaction:\n    delete_files: 3\n    max_bytes: 64MiB"})
+		extra: "maintenance:\n  every_epochs: 2\n  compaction:\n    delete_files: 3\n    small_file_size: 4MiB\n    target_file_size: 32MiB\n    max_bytes: 64MiB"})
 	for _, ft := range fineTables {
 		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id BIGINT NOT NULL PRIMARY KEY, created_at DATETIME(6) NOT NULL, customer_id INT NOT NULL, amount DECIMAL(10,2), note VARCHAR(40))", dbName, ft.name))
 		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, TIMESTAMP('1995-01-01') + INTERVAL (seq * 7919) %% 10950 DAY + INTERVAL seq SECOND, seq %% 1000, (seq %% 20000) / 100 - 100, 'seed' FROM %s.seq_1_to_%d", dbName, ft.name, dbName, fineSeedRows))

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,7 +46,19 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	e.exec("CREATE TABLE it_fineparts.orders (id BIGINT NOT NULL PRIMARY KEY, created_at DATETIME(6) NOT NULL, customer_id INT NOT NULL, amount DECIMAL(10,2), note VARCHAR(40))")
 	e.exec(`INSERT INTO it_fineparts.orders SELECT seq, TIMESTAMP('1800-01-01') + INTERVAL seq DAY + INTERVAL seq SECOND, seq % 1000, (seq % 20000) / 100 - 100, CONCAT('n', seq) FROM it_fineparts.seq_1_to_100000`)
 
+	// check says whether the limit is enough, before anything runs.
+	out, _ := runLimited(t, 100, "check", "--config", e.cfgPath)
+	if !strings.Contains(out, "warn  open files") || !strings.Contains(out, "RLIMIT_NOFILE is 100; cdcsync needs about 136") ||
+		!strings.Contains(out, "raise it (ulimit -n 272") {
+		t.Errorf("check under ulimit -n 100 does not report the open-file limit as too low:\n%s", out)
+	}
+	out, _ = runLimited(t, 256, "check", "--config", e.cfgPath)
+	if !strings.Contains(out, "ok    open files               RLIMIT_NOFILE is 256") {
+		t.Errorf("check under ulimit -n 256 does not report the open-file limit as enough:\n%s", out)
+	}
+
 	p := e.startLimited(plainBinary(t), 256)
+	peak := peakOpenFiles(p)
 	e.waitCaughtUp(p, 5*time.Minute)
 	if !strings.Contains(p.output(), "initial copy finished") {
 		t.Fatalf("no copy finished; output:\n%s", p.output())
@@ -61,6 +75,34 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	if strings.Contains(p.output(), "too many open files") {
 		t.Errorf("cdcsync ran out of file descriptors under ulimit -n 256; output:\n%s", p.output())
 	}
+	t.Logf("the daemon held at most %d file descriptors", peak())
+	if n := peak(); n > 136 {
+		t.Errorf("the daemon held %d file descriptors, more than the 136 check says it needs", n)
+	}
+}
+
+// runLimited runs a cdcsync subcommand under ulimit -n nofile.
+func runLimited(t *testing.T, nofile int, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), binary}, args...)...)
+	out, _ := cmd.CombinedOutput()
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// peakOpenFiles samples the file descriptors p holds until it exits and
+// returns a function that reads the peak so far.
+func peakOpenFiles(p *proc) func() int {
+	var peak atomic.Int64
+	dir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	go func() {
+		for !p.exited() {
+			if ents, err := os.ReadDir(dir); err == nil && int64(len(ents)) > peak.Load() {
+				peak.Store(int64(len(ents)))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() int { return int(peak.Load()) }
 }
 
 // fineTables are the same orders table under the three layouts of the

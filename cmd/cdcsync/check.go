@@ -39,6 +39,13 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 			report(f.OK, f.Warning, f.Check, f.Message)
 		}
 	}
+	if of, err := openFilesOf(cfg); err != nil {
+		report(false, true, "open files", err.Error())
+	} else {
+		// A warning: the estimate is generous, and a write that finds no
+		// descriptor fails its commit, which loses nothing.
+		report(true, !of.enough(), "open files", of.String())
+	}
 	lk, err := lake.Open(ctx, cfg, log)
 	if err != nil {
 		report(false, false, "catalog", err.Error())

@@ -52,9 +52,19 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		}
 		defer srv.Close()
 	}
+	of, err := openFilesOf(cfg)
+	if err != nil {
+		return err
+	}
 	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name,
-		"memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String())
+		"memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String(),
+		"open_files_limit", of.limit, "max_open_files", cfg.Warehouse.MaxOpenFiles)
+	if !of.enough() {
+		// Not fatal: a write that finds no descriptor fails its commit,
+		// which is retried, and nothing is lost; but it will keep failing.
+		log.Warn(of.String())
+	}
 	backoff := time.Second
 	for {
 		started := time.Now()

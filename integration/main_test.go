@@ -61,8 +61,10 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// plain is cdcsync built without the race detector, for the tests whose
-// workload writes tens of thousands of files: the race build writes a small
+// plain is cdcsync built without the race detector, for the tests that
+// measure times (freshness, compaction: the race detector slows the daemon
+// down ten to twenty times) and those whose workload writes tens of
+// thousands of files: the race build writes a small
 // Parquet file 20 to 30 times slower (3.7 to 5.4 ms against 0.17 to 0.24
 // ms, BenchmarkWriteManyPartitions), which would turn minutes into an hour. The
 // race build runs the same code paths in every other test.

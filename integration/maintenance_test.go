@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -330,24 +328,6 @@ func compactions(out string) [][2]time.Time {
 	return ws
 }
 
-// noRaceBinary builds cdcsync without the race detector into the test's
-// temporary directory. Freshness and compaction times are measured with it:
-// the race detector slows the daemon down ten to twenty times.
-func noRaceBinary(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cdcsync")
-	build := exec.Command("go", "build", "-o", path, "./cmd/cdcsync")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return path
-}
-
 // TestMaintenanceLongUpsertWorkload streams a long upsert workload into one
 // table, first without maintenance, then with it, compacting after every
 // epoch. It checks that every compaction left the table equal to MySQL at
@@ -384,7 +364,7 @@ func TestMaintenanceLongUpsertWorkload(t *testing.T) {
 	w := newKVWorkload(t, dbName, keys, uint64(time.Now().UnixNano()))
 	w.load()
 
-	bin := noRaceBinary(t)
+	bin := plainBinary(t)
 	fresh := &freshness{}
 	phase := func(name string, d time.Duration) (string, time.Time, time.Time) {
 		p := e.startWith(bin)

@@ -76,6 +76,7 @@ source:
     server_name: mysql.internal
 warehouse:
   location: s3://lake/cdc
+  max_open_files: 16
   s3:
     endpoint: http://127.0.0.1:9000
     region: eu-west-1
@@ -160,7 +161,7 @@ var fullWant = Config{
 	Warehouse: Warehouse{Location: "s3://lake/cdc", S3: S3{
 		Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: true, AccessKeyID: "minioadmin",
 		SecretAccessKey: "s3-secret-value", SessionToken: "s3-session-token", CAFile: "/etc/cdcsync/minio-ca.pem",
-	}, MaxOpenFiles: 8},
+	}, MaxOpenFiles: 16},
 	Catalog: Catalog{Type: "sql", Name: "lake",
 		SQL:  SQLCatalog{Driver: "postgres", DSN: "postgres://iceberg:pg-secret@pg:5432/iceberg"},
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
@@ -433,6 +434,8 @@ func TestValidationErrors(t *testing.T) {
 		{"rest without uri", "catalog:\n  type: rest\n", []string{`catalog.rest.uri is missing: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181`}},
 		{"rest bad uri", "catalog:\n  type: rest\n  rest:\n    uri: localhost:8181\n", []string{`line 4: catalog.rest.uri "localhost:8181" is not an http(s) URL`}},
 		{"bad catalog name", "catalog:\n  name: my.cat\n", []string{`line 2: catalog.name "my.cat" is not valid`}},
+		{"max_open_files zero", "warehouse:\n  max_open_files: 0\n", []string{`line 2: warehouse.max_open_files must be between 1 and 256 files written at once (got 0), e.g. max_open_files: 8`}},
+		{"max_open_files too many", "warehouse:\n  max_open_files: 5000\n", []string{`line 2: warehouse.max_open_files must be between 1 and 256 files written at once (got 5000)`}},
 		{"epoch not positive", "epoch:\n  interval: 0s\n  max_rows: 0\n  max_bytes: -1\n  commit_concurrency: -2\nsnapshot:\n  chunk_rows: 0\n  workers: 65\n", []string{
 			`line 2: epoch.interval must be positive (got 0s)`,
 			`line 3: epoch.max_rows must be a positive number of row changes (got 0), e.g. max_rows: 200000`,

@@ -58,7 +58,7 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	}
 
 	p := e.startLimited(plainBinary(t), 256)
-	peak := peakOpenFiles(p)
+	peaks := procPeaks(p)
 	e.waitCaughtUp(p, 5*time.Minute)
 	if !strings.Contains(p.output(), "initial copy finished") {
 		t.Fatalf("no copy finished; output:\n%s", p.output())
@@ -75,8 +75,9 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	if strings.Contains(p.output(), "too many open files") {
 		t.Errorf("cdcsync ran out of file descriptors under ulimit -n 256; output:\n%s", p.output())
 	}
-	t.Logf("the daemon held at most %d file descriptors", peak())
-	if n := peak(); n > 136 {
+	fds, rss := peaks()
+	t.Logf("the daemon held at most %d file descriptors; peak RSS %d MiB", fds, rss)
+	if n := fds; n > 136 {
 		t.Errorf("the daemon held %d file descriptors, more than the 136 check says it needs", n)
 	}
 }
@@ -89,20 +90,29 @@ func runLimited(t *testing.T, nofile int, args ...string) (string, int) {
 	return string(out), cmd.ProcessState.ExitCode()
 }
 
-// peakOpenFiles samples the file descriptors p holds until it exits and
-// returns a function that reads the peak so far.
-func peakOpenFiles(p *proc) func() int {
-	var peak atomic.Int64
-	dir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+// procPeaks samples the file descriptors and the peak resident size
+// (VmHWM) of p until it exits; the returned function reads the peaks so far.
+func procPeaks(p *proc) func() (fds int, rssMiB int) {
+	var fds, rss atomic.Int64
+	pid := p.cmd.Process.Pid
 	go func() {
 		for !p.exited() {
-			if ents, err := os.ReadDir(dir); err == nil && int64(len(ents)) > peak.Load() {
-				peak.Store(int64(len(ents)))
+			if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil && int64(len(ents)) > fds.Load() {
+				fds.Store(int64(len(ents)))
+			}
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+						if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+							rss.Store(kb / 1024)
+						}
+					}
+				}
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	return func() int { return int(peak.Load()) }
+	return func() (int, int) { return int(fds.Load()), int(rss.Load()) }
 }
 
 // fineTables are the same orders table under the three layouts of the

@@ -38,15 +38,7 @@ func partitionedConfig(t testing.TB, dir string, extra string, spec ...string) *
 	yaml := fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\n%scatalog:\n  sql:\n    dsn: %s\n"+
 		"tables:\n  - match: shop.orders\n    partition: [%s]\n",
 		filepath.Join(dir, "warehouse"), extra, filepath.Join(dir, "catalog.db"), parts)
-	p := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return loadConfig(t, filepath.Join(dir, "p.yaml"), yaml)
 }
 
 const microsPerDay = int64(86_400_000_000)

@@ -56,11 +56,16 @@ func kvConfig(t *testing.T, dir, pipeline string) *config.Config {
 	t.Helper()
 	yaml := fmt.Sprintf("pipeline: %s\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\ncatalog:\n  sql:\n    dsn: %s\n",
 		pipeline, filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"))
-	p := filepath.Join(dir, pipeline+".yaml")
-	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+	return loadConfig(t, filepath.Join(dir, pipeline+".yaml"), yaml)
+}
+
+// loadConfig writes yaml to path and loads it.
+func loadConfig(t testing.TB, path, yaml string) *config.Config {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(p)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -43,7 +42,6 @@ import (
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/config"
 )
 
 const benchFileRows = 100_000 // rows per data file in one benchmark op
@@ -144,20 +142,7 @@ catalog:
   sql:
     dsn: %s
 `, filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"))
-	p := filepath.Join(dir, "cdcsync.yaml")
-	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Load(p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lk, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { lk.Close() })
-	return lk
+	return openLake(b, loadConfig(b, filepath.Join(dir, "cdcsync.yaml"), yaml))
 }
 
 // perRow reports ns/row, cpu-ns/row, B/row and, when size > 0, file-B/row.

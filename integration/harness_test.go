@@ -233,9 +233,28 @@ func (p *proc) output() string {
 	return p.out.String()
 }
 
-// stop sends SIGTERM and returns the exit code.
+// waitFor returns a channel that is closed once the output contains s, or
+// after timeout.
+func (p *proc) waitFor(s string, timeout time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && !p.exited(); time.Sleep(5 * time.Millisecond) {
+			if strings.Contains(p.output(), s) {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// stop sends SIGTERM and returns the exit code. It first waits for the
+// start line: a SIGTERM that arrives before main installed its handler
+// (a race build takes a moment to get there) would kill the process
+// instead of stopping it.
 func (p *proc) stop(t *testing.T) int {
 	t.Helper()
+	<-p.waitFor("cdcsync starting", time.Minute)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:

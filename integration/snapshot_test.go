@@ -105,8 +105,18 @@ func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
 	var outputs []string
 	for round := 0; round < 5; round++ {
 		p := e.start()
+		// The first round is killed right after its first commit, so that
+		// some copy has committed chunks left to resume however fast the
+		// copy runs; the others at random moments.
+		timer := time.After(time.Duration(1500+rand.IntN(1500)) * time.Millisecond)
+		var committed <-chan struct{}
+		if round == 0 {
+			timer, committed = nil, p.waitFor("epoch committed", 30*time.Second)
+		}
 		select {
-		case <-time.After(time.Duration(1500+rand.IntN(1500)) * time.Millisecond):
+		case <-timer:
+			p.kill()
+		case <-committed:
 			p.kill()
 		case <-p.done:
 			t.Fatalf("round %d: cdcsync exited by itself; output:\n%s", round, p.output())

@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -14,6 +13,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cdcsync/cdcsync"
 )
@@ -215,7 +215,9 @@ type fileWriter struct {
 	part    *partitioner
 	out     *fileOut
 	slots   chan struct{} // the process's open-file budget
-	target  int64         // roll to a new file at this many bytes
+	fs      icebergio.WriteFileIO
+	loc     table.LocationProvider
+	target  int64 // roll to a new file at this many bytes
 	props   *parquet.WriterProperties
 	run     string // unique per write, in every file name
 	files   atomic.Int64
@@ -230,41 +232,34 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
 	}
-	w := &fileWriter{tbl: tbl, tableID: t.ID, part: part, out: out, slots: t.files,
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("the file IO of %s cannot write files", t.ID)
+	}
+	loc, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
+	}
+	w := &fileWriter{tbl: tbl, tableID: t.ID, part: part, out: out, slots: t.files, fs: wfs, loc: loc,
 		target: int64(tbl.Properties().GetInt(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)),
 		props:  parquetProps(tbl.Properties(), out.layout),
 		run:    uuid.NewString()}
 	perGroup := make([][]iceberg.DataFile, len(groups))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	workers := min(cap(w.slots), len(groups))
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(groups) || ctx.Err() != nil {
-					return
-				}
-				files, err := w.writeGroup(ctx, i, groups[i], rows)
-				if err != nil {
-					errOnce.Do(func() { first = err; cancel() })
-					return
-				}
-				perGroup[i] = files
-			}
-		}()
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(cap(w.slots))
+	for i, g := range groups {
+		eg.Go(func() error {
+			files, err := w.writeGroup(ctx, i, g, rows)
+			perGroup[i] = files
+			return err
+		})
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	if err := eg.Wait(); err != nil {
+		return nil, err
 	}
 	var files []iceberg.DataFile
 	for _, fs := range perGroup {
@@ -310,18 +305,6 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 	}
 	defer func() { <-w.slots }()
 
-	fsys, err := w.tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, fmt.Errorf("the file IO of %s cannot write files", w.tableID)
-	}
-	loc, err := w.tbl.LocationProvider()
-	if err != nil {
-		return nil, err
-	}
 	partPath := ""
 	if w.part.partitioned() {
 		partPath = w.part.spec.PartitionToPath(g.values, w.part.schema)
@@ -346,11 +329,12 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 	for n, i := range g.rows {
 		if f == nil {
 			name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, gi, w.files.Add(1), fileSuffix(w.out.content))
-			path := loc.NewDataLocation(name)
+			path := w.loc.NewDataLocation(name)
 			if partPath != "" {
-				path = loc.NewDataLocation(partPath + "/" + name)
+				path = w.loc.NewDataLocation(partPath + "/" + name)
 			}
-			if f, err = openParquet(wfs, path, w.out.layout, w.props); err != nil {
+			var err error
+			if f, err = openParquet(w.fs, path, w.out.layout, w.props); err != nil {
 				return nil, err
 			}
 		}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -654,7 +656,7 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 			}
 		}
 	}
-	_, recs, err := t.current().Scan(table.WithArrowBatchSize(rewriteBatchRows)).ToArrowRecords(ctx)
+	recs, err := scanByPartition(ctx, t.current())
 	if err != nil {
 		return 0, fmt.Errorf("read %s to rewrite it: %w", t.ID, err)
 	}
@@ -705,8 +707,11 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 		}
 	}
 	var files []iceberg.DataFile
+	// The rows come partition after partition, so the clustered writer
+	// keeps one file open (iceberg-go's fanout writer keeps one per
+	// partition and loses the rows of one that fails to open).
 	for f, err := range table.WriteRecords(ctx, staged, nt.dataOut.schema, iter.Seq2[arrow.RecordBatch, error](batches),
-		table.WithRecordBatchBufferSize(rewriteQueuedBatches)) {
+		table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches)) {
 		if err != nil {
 			return 0, fmt.Errorf("write the rewritten rows of %s: %w", t.ID, err)
 		}
@@ -888,4 +893,53 @@ func (l *Lake) Departed(ctx context.Context, present map[cdcsync.TableID]bool) (
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// scanByPartition reads every live row of tbl (deletes applied) one data
+// file after another, the files of a partition next to each other.
+func scanByPartition(ctx context.Context, tbl *table.Table) (iter.Seq2[arrow.RecordBatch, error], error) {
+	scan := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows))
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(tasks))
+	for i, tk := range tasks {
+		keys[i] = partitionKeyOf(tk.File)
+	}
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, i := range order {
+			_, recs, err := scan.ReadTasks(ctx, tasks[i:i+1])
+			if err != nil {
+				yield(nil, fmt.Errorf("read %s: %w", tasks[i].File.FilePath(), err))
+				return
+			}
+			for rec, err := range recs {
+				if err != nil {
+					yield(nil, fmt.Errorf("read %s: %w", tasks[i].File.FilePath(), err))
+					return
+				}
+				if !yield(rec, nil) {
+					rec.Release()
+					return
+				}
+			}
+		}
+	}, nil
+}
+
+// partitionKeyOf identifies the partition (spec and values) of a file.
+func partitionKeyOf(f iceberg.DataFile) string {
+	p := f.Partition()
+	ids := slices.Sorted(maps.Keys(p))
+	vals := make([]any, len(ids))
+	for i, id := range ids {
+		vals[i] = p[id]
+	}
+	return string(appendPartitionKey([]byte(strconv.Itoa(int(f.SpecID()))+"/"), vals))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -206,5 +207,52 @@ func TestCheckRowCount(t *testing.T) {
 	err = checkRowCount(files[1:], 3)
 	if err == nil || !strings.Contains(err.Error(), "hold") || !strings.Contains(err.Error(), "3 were handed") {
 		t.Fatalf("files missing a partition's rows: got %v, want the counts named", err)
+	}
+}
+
+// TestRewriteManyPartitionsLowFileLimit: a schema change that rewrites every
+// row (a new column with a default) of a table over thousands of
+// partitions commits under an open-file limit far below that count.
+func TestRewriteManyPartitionsLowFileLimit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	lk := openLake(t, partitionedConfig(t, dir, "", "day(created_at)", "bucket(4, id)"))
+	s0 := ordersSchema()
+	tb, err := lk.EnsureTable(ctx, s0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var rows, dels []cdcsync.Row
+	for id := int64(1); id <= n; id++ {
+		rows = append(rows, orderRow(id, id*5, "v1"))
+	}
+	for e := int64(1); e <= 2; e++ { // two files per partition, one delete file
+		if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, dels, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		dels = rows
+	}
+	limitOpenFiles(t, 64)
+	s1 := &cdcsync.TableSchema{ID: s0.ID, Columns: append(slices.Clone(s0.Columns),
+		cdcsync.Column{Name: "w", DataType: "int", ColumnType: "int(11)", Kind: cdcsync.KindInt32}), PrimaryKey: []int{0}}
+	fill := "7"
+	ch := &cdcsync.SchemaChange{Table: s0.ID, Kind: cdcsync.ChangeSchema, Schema: s1,
+		Sources: []cdcsync.ColumnSource{{From: "id"}, {From: "created_at"}, {From: "note"}, {Fill: &fill}},
+		Fills:   []any{nil, nil, nil, int32(7)}}
+	if _, err := lk.ApplyChange(ctx, tb, Epoch{Number: 3, Pos: pos(3)}, ch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tb.ReadRows(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("after the rewrite the table holds %d rows, want %d", len(got), n)
+	}
+	for _, r := range got {
+		if r[3] != int32(7) {
+			t.Fatalf("row %v: w is %v, want 7", r, r[3])
+		}
 	}
 }

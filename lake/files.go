@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -201,6 +202,12 @@ func appendPartitionKey(b []byte, vals []any) []byte {
 			b = appendSized(append(b, 1), x)
 		case string:
 			b = appendSized(append(b, 1), x)
+		case int32: // bucket, year, month, hour
+			b = strconv.AppendInt(append(b, 2), int64(x), 10)
+		case iceberg.Date: // day
+			b = strconv.AppendInt(append(b, 2), int64(x), 10)
+		case int64:
+			b = strconv.AppendInt(append(b, 2), x, 10)
 		default:
 			b = appendSized(append(b, 1), fmt.Sprint(x))
 		}
@@ -371,8 +378,7 @@ func fileSuffix(c iceberg.ManifestEntryContent) string {
 
 // close finishes f and describes it for the manifest.
 func (w *fileWriter) close(f *openFile, values partitionRecord) (iceberg.DataFile, error) {
-	if err := f.pq.Close(); err != nil {
-		f.aborted = true
+	if err := f.pq.Close(); err != nil { // closes the file too
 		return nil, fmt.Errorf("finish %s: %w", f.path, err)
 	}
 	meta, err := f.pq.FileMetadata()
@@ -404,11 +410,10 @@ func (w *fileWriter) close(f *openFile, values partitionRecord) (iceberg.DataFil
 
 // openFile is a Parquet file being written.
 type openFile struct {
-	path    string
-	file    icebergio.FileWriter
-	size    *countingWriter
-	pq      *pqarrow.FileWriter
-	aborted bool
+	path string
+	file icebergio.FileWriter
+	size *countingWriter
+	pq   *pqarrow.FileWriter
 }
 
 func openParquet(fs icebergio.WriteFileIO, path string, l *rowLayout, props *parquet.WriterProperties) (*openFile, error) {
@@ -425,14 +430,9 @@ func openParquet(fs icebergio.WriteFileIO, path string, l *rowLayout, props *par
 	return &openFile{path: path, file: fw, size: cw, pq: pq}, nil
 }
 
-// abort releases a file that will not be committed; the object, if any was
+// abort releases a file that will not be finished; the object, if any was
 // written, is an orphan that orphan cleanup removes.
-func (f *openFile) abort() {
-	if !f.aborted {
-		f.aborted = true
-		_ = f.file.Close()
-	}
-}
+func (f *openFile) abort() { _ = f.file.Close() }
 
 // countingWriter counts the bytes of a file as they are written: the size
 // recorded in the manifest.

@@ -38,7 +38,6 @@ type Table struct {
 	pipeline string
 	dataOut  *rowLayout // data files: every column
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
-	eqIDs    []int
 	// The files of an epoch commit: data files, equality delete files (the
 	// key columns only; the partition comes from the partition sources of
 	// delOut), the partition spec they are written under, and the
@@ -331,7 +330,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		return nil, err
 	}
 	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline,
-		dataOut: dataOut, delOut: delOut, eqIDs: eqIDs,
+		dataOut: dataOut, delOut: delOut,
 		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData},
 		eqFile:   &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs},
 		part:     part, files: l.files}, nil

@@ -67,9 +67,17 @@ var ErrNewTable = errors.New("a new table matches the include patterns")
 // Stream reads the binlog from cfg.Start and sends every whole transaction
 // that commits after it, decoded, to out. Transactions that touch no
 // selected table are sent without changes so that the position advances.
-// It returns when ctx is done (nil), or on the first error; it never retries
-// on its own: the caller restarts from its own committed position, which
-// cannot resume mid-transaction.
+// It returns when ctx is done (nil), or on the first error that a new
+// connection cannot cure.
+//
+// A connection the server or the network drops (the server drops a reader
+// that stops reading for net_write_timeout seconds, which a slow commit
+// downstream causes) is opened again at the end of the last transaction
+// sent: the transaction that was open is read again whole, nothing is sent
+// twice, and the caller's session goes on. When the first connection
+// fails, after reconnectAttempts failed attempts in a row, or on an error
+// of the server (a purged binlog, a refused account), it returns the
+// error, wrapping ErrDisconnected.
 func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) error {
 	pw, err := cfg.Source.ResolvePassword()
 	if err != nil {
@@ -79,7 +87,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	if err != nil {
 		return err
 	}
-	syncer := replication.NewBinlogSyncer(DecodingSyncerConfig(replication.BinlogSyncerConfig{
+	syncCfg := DecodingSyncerConfig(replication.BinlogSyncerConfig{
 		ServerID:  cfg.Source.ServerID,
 		Flavor:    cfg.Flavor,
 		Host:      cfg.Source.Host,
@@ -87,51 +95,139 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		User:      cfg.Source.User,
 		Password:  pw,
 		TLSConfig: tlsCfg,
-	}))
-	defer syncer.Close()
+	})
+	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
+	r.initTracking()
+	failed, streamed := 0, false
+	for {
+		read, err := r.follow(ctx, syncCfg, out)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		var lost *lostConnection
+		if !errors.As(err, &lost) {
+			return err
+		}
+		if read {
+			failed, streamed = 0, true
+		}
+		failed++
+		// A first connection that never read is the caller's to report
+		// (a stopped server, a wrong password): the session knows whether
+		// it ever streamed.
+		if !streamed || failed > reconnectAttempts || !reconnectable(lost.err) {
+			return fmt.Errorf("%w: %s %s:%d at %s: %w", ErrDisconnected, lost.what, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
+		}
+		// The open transaction is read again whole from its start.
+		r.txn, r.inTxn = nil, false
+		wait := reconnectBackoff(failed)
+		cfg.logf("the binlog connection was lost; reconnecting at the end of the last transaction read",
+			"source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port), "position", r.position().String(),
+			"attempt", failed, "in", wait.String(), "error", lost.err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
 
+// reconnectAttempts is how many connections in a row Stream opens without
+// reading an event before it gives up and returns the error.
+const reconnectAttempts = 5
+
+// reconnectBackoff is the wait before the nth connection attempt in a row:
+// none for the first (a dropped idle reader reconnects at once), then 1, 2,
+// 4 and 8 seconds.
+func reconnectBackoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return time.Second << (n - 2)
+}
+
+// lostConnection is a failure of the binlog connection itself, as opposed
+// to an event cdcsync cannot apply.
+type lostConnection struct {
+	what string // "start reading the binlog of" or "read the binlog of"
+	err  error
+}
+
+func (e *lostConnection) Error() string { return e.what + ": " + e.err.Error() }
+func (e *lostConnection) Unwrap() error { return e.err }
+
+// reconnectable says whether a new connection may cure err: a network
+// failure, or the server ending the connection (killed, shutting down, a
+// write timeout), but not an error about what was asked (a purged binlog
+// position, a refused account, an unknown GTID).
+func reconnectable(err error) bool {
+	var my *mysql.MyError
+	if errors.As(err, &my) {
+		switch my.Code {
+		case mysql.ER_SERVER_SHUTDOWN, mysql.ER_NET_READ_INTERRUPTED, mysql.ER_NET_WRITE_INTERRUPTED,
+			mysql.ER_NET_READ_ERROR, mysql.ER_NET_ERROR_ON_WRITE, mysql.ER_QUERY_INTERRUPTED,
+			mysql.ER_CON_COUNT_ERROR, mysql.ER_TOO_MANY_USER_CONNECTIONS,
+			erConnectionKilled, erSessionWasKilled:
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// Server error codes go-mysql does not name: MariaDB's
+// ER_CONNECTION_KILLED and MySQL's ER_SESSION_WAS_KILLED.
+const (
+	erConnectionKilled = 1927
+	erSessionWasKilled = 3169
+)
+
+// follow opens one binlog connection at the end of the last transaction
+// read and sends transactions until an error; read reports whether it got
+// any event. A failure of the connection comes back as *lostConnection.
+func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerConfig, out chan<- *cdcsync.Txn) (read bool, err error) {
+	cfg := r.cfg
+	syncer := replication.NewBinlogSyncer(syncCfg)
+	defer syncer.Close()
 	var streamer *replication.BinlogStreamer
-	gtids := cfg.Start.GTIDSet
-	switch {
-	case cfg.Start.UsesGTID():
+	if cfg.Start.UsesGTID() {
 		var set mysql.GTIDSet
 		if cfg.Flavor == cdcsync.FlavorMariaDB {
-			set, err = mysql.ParseMariadbGTIDSet(gtids)
+			set, err = mysql.ParseMariadbGTIDSet(r.gtids)
 		} else {
-			set, err = mysql.ParseMysqlGTIDSet(gtids)
+			set, err = mysql.ParseMysqlGTIDSet(r.gtids)
 		}
 		if err != nil {
-			return fmt.Errorf("parse start GTID set %q: %w", gtids, err)
+			return false, fmt.Errorf("parse start GTID set %q: %w", r.gtids, err)
 		}
 		streamer, err = syncer.StartSyncGTID(set)
-	default:
-		streamer, err = syncer.StartSync(mysql.Position{Name: cfg.Start.File, Pos: cfg.Start.Offset})
+	} else {
+		streamer, err = syncer.StartSync(mysql.Position{Name: r.file, Pos: r.pos})
 	}
 	if err != nil {
-		return fmt.Errorf("%w: start reading the binlog of %s:%d at %s: %w", ErrDisconnected, cfg.Source.Host, cfg.Source.Port, cfg.Start, err)
+		return false, &lostConnection{what: "start reading the binlog of", err: err}
 	}
-	r := &reader{cfg: cfg, gtids: gtids, file: cfg.Start.File}
-	r.initTracking()
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return read, nil
 			}
-			return fmt.Errorf("%w: read the binlog of %s:%d after %s: %w", ErrDisconnected, cfg.Source.Host, cfg.Source.Port, r.position(), err)
+			return read, &lostConnection{what: "read the binlog of", err: err}
 		}
+		read = true
 		txn, err := r.handle(ev)
 		if err != nil {
-			return err
+			return read, err
 		}
 		if txn != nil {
 			select {
 			case out <- txn:
 			case <-ctx.Done():
-				return nil
+				return read, nil
 			}
 			if r.restart != nil {
-				return r.restart
+				return read, r.restart
 			}
 		}
 	}
@@ -152,11 +248,19 @@ func DecodingSyncerConfig(c replication.BinlogSyncerConfig) replication.BinlogSy
 	// Never resume by itself: after a reconnect in file/offset mode the
 	// stream could restart mid-transaction; cdcsync restarts from its own
 	// committed position instead.
+	// The library decodes events ahead of the reader into a channel of
+	// this many; its default of 10,240 events of up to 8 KiB each (more for
+	// a row larger than binlog_row_event_max_size) held up to hundreds of
+	// MiB outside the memory budget while a commit was slow.
+	c.EventCacheCount = eventCacheCount
 	c.MaxReconnectAttempts = 1
 	c.DisableRetrySync = true
 	c.Logger = slog.New(slog.DiscardHandler)
 	return c
 }
+
+// eventCacheCount is how many decoded events go-mysql reads ahead.
+const eventCacheCount = 256
 
 // reader assembles binlog events into transactions.
 type reader struct {

@@ -1,0 +1,247 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// TestStreamReconnects: a binlog connection that the server drops, between
+// transactions or in the middle of one, and a reader that stalls for longer
+// than the server's net_write_timeout (what a slow commit downstream does)
+// cost nothing: Stream opens a new connection at the end of the last
+// transaction it sent and goes on, every transaction arrives once, whole and
+// in order, and Stream itself never returns (issue 23: the server dropped
+// the connection during slow commits and the session restarted).
+func TestStreamReconnects(t *testing.T) {
+	db := rdbStart(t)
+	for _, mode := range []string{"gtid", "file"} {
+		t.Run(mode, func(t *testing.T) { streamReconnects(t, db.Host, db.Port, mode) })
+	}
+}
+
+func streamReconnects(t *testing.T, host string, port int, mode string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := rdbConnect(t, rdbSource(host, port, "root", ""))
+	dbName := "rc_" + mode
+	rdbExec(t, root, "CREATE DATABASE "+dbName,
+		"CREATE TABLE "+dbName+".t (id INT PRIMARY KEY, pad VARCHAR(4000))")
+	id := cdcsync.TableID{Database: dbName, Table: "t"}
+	schema, err := LoadSchema(ctx, root, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test"}
+	if mode == "gtid" {
+		start.GTIDSet = rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
+	} else {
+		r, err := root.Execute("SHOW MASTER STATUS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start.File, start.Offset = connText(r.Values[0][0]), uint32(r.Values[0][1].AsUint64())
+	}
+	// The server drops a reader that stops reading for a second; the
+	// sessions of the stream take the global value when they connect.
+	rdbExec(t, root, "SET GLOBAL net_write_timeout = 1")
+	t.Cleanup(func() { _, _ = root.Execute("SET GLOBAL net_write_timeout = 60") })
+	var logs syncBuffer
+	src := rdbSource(host, port, "root", "")
+	cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema},
+		Log:     slog.New(slog.NewTextHandler(&logs, nil))}
+	out := make(chan *cdcsync.Txn)
+	streamErr := make(chan error, 1)
+	go func() { streamErr <- Stream(ctx, cfg, out) }()
+
+	// Two loads of transactions of one row, every 50th of 400 rows (so
+	// that kills land inside transactions too), each row with a 3 KB pad.
+	// The first (about 9,000 rows, 27 MB) is written while the reader
+	// does not read for three seconds, so the server's writes block and it
+	// drops the connection after net_write_timeout; the second is paced
+	// over about six seconds while the dump thread is killed every 50 ms.
+	const bigEvery, bigRows = 50, 400
+	writer := rdbConnect(t, src)
+	next := 1
+	insert := func(txns int, pace time.Duration) (rows int, err error) {
+		pad := strings.Repeat("x", 3000)
+		for i := 1; i <= txns; i++ {
+			n := 1
+			if i%bigEvery == 0 {
+				n = bigRows
+			}
+			var vals []string
+			for j := 0; j < n; j++ {
+				vals = append(vals, fmt.Sprintf("(%d, '%s')", next, pad))
+				next++
+			}
+			if _, err := writer.Execute("INSERT INTO " + dbName + ".t VALUES " + strings.Join(vals, ",")); err != nil {
+				return rows, err
+			}
+			rows += n
+			time.Sleep(pace)
+		}
+		return rows, nil
+	}
+	stallRows, err := insert(1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	const txns = 1500
+	wantRows := stallRows
+	for i := 1; i <= txns; i++ {
+		if i%bigEvery == 0 {
+			wantRows += bigRows
+		} else {
+			wantRows++
+		}
+	}
+	load := make(chan error, 1)
+	startLoad := make(chan struct{})
+	go func() {
+		<-startLoad
+		_, err := insert(txns, 4*time.Millisecond)
+		load <- err
+	}()
+
+	// The server drops the reader: KILL of its dump thread every 50 ms
+	// during the second load until four fifths of the rows have arrived.
+	killer := rdbConnect(t, src)
+	kills := 0
+	var killErr error
+	startKilling, stopKilling, killDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(killDone)
+		<-startKilling
+		for {
+			select {
+			case <-stopKilling:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			n, err := killDumpThreads(killer)
+			if err != nil {
+				killErr = err
+				return
+			}
+			kills += n
+		}
+	}()
+
+	// Read everything; the second load and the kills start once the first
+	// load has arrived.
+	seen := map[int32]bool{}
+	var last cdcsync.Position
+	got, loading := 0, false
+	deadline := time.After(3 * time.Minute)
+	for got < wantRows {
+		select {
+		case txn := <-out:
+			if txn.Progress {
+				continue
+			}
+			if !last.IsZero() && !after(txn, last) {
+				t.Fatalf("transaction at %s arrived after %s: out of order or twice", txn.Pos, last)
+			}
+			last = txn.Pos
+			n := 0
+			for _, c := range txn.Changes {
+				if c.Table != id {
+					continue
+				}
+				k := c.After[0].(int32)
+				if seen[k] {
+					t.Fatalf("row %d arrived twice (transaction at %s)", k, txn.Pos)
+				}
+				seen[k] = true
+				n++
+			}
+			if n != 0 && n != 1 && n != bigRows {
+				t.Fatalf("a transaction arrived with %d rows, want 1 or %d: not whole", n, bigRows)
+			}
+			got += n
+			if got >= wantRows*4/5 && stopKilling != nil {
+				close(stopKilling)
+				stopKilling = nil
+				<-killDone
+			}
+			if !loading && got >= stallRows {
+				loading = true
+				close(startLoad)
+				close(startKilling)
+			}
+		case err := <-streamErr:
+			t.Fatalf("Stream returned %v after %d of %d rows; log:\n%s", err, got, wantRows, logs.String())
+		case <-deadline:
+			t.Fatalf("%d of %d rows after 3 minutes; log:\n%s", got, wantRows, logs.String())
+		}
+	}
+	if err := <-load; err != nil {
+		t.Fatal(err)
+	}
+	if killErr != nil {
+		t.Fatal(killErr)
+	}
+	reconnects := strings.Count(logs.String(), "reconnecting at the end of the last transaction read")
+	t.Logf("%s: %d rows in %d transactions, %d kills, %d reconnects", mode, got, txns, kills, reconnects)
+	// Every kill and the stall cost a connection, and none the session.
+	if kills < 3 || reconnects < kills+1 {
+		t.Errorf("%d reconnects logged for %d kills; log:\n%s", reconnects, kills, logs.String())
+	}
+	cancel()
+	if err := <-streamErr; err != nil {
+		t.Fatalf("Stream after cancel: %v", err)
+	}
+}
+
+// after says whether txn comes after the position last of the same stream,
+// which does not hold it yet.
+func after(txn *cdcsync.Txn, last cdcsync.Position) bool {
+	covered, err := last.Covers(txn)
+	return err == nil && !covered
+}
+
+// killDumpThreads kills every binlog dump connection of the server and
+// returns how many it killed.
+func killDumpThreads(conn *client.Conn) (int, error) {
+	r, err := conn.Execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, row := range r.Values {
+		if _, err := conn.Execute(fmt.Sprintf("KILL %d", row[0].AsInt64())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// syncBuffer is a bytes.Buffer that goroutines may write concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

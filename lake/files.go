@@ -34,7 +34,8 @@ type fileOut struct {
 	layout  *rowLayout      // Arrow schema of the file and the row columns feeding it
 	schema  *iceberg.Schema // Iceberg schema of the file's columns
 	content iceberg.ManifestEntryContent
-	eqIDs   []int // equality field ids, for equality delete files
+	eqIDs   []int        // equality field ids, for equality delete files
+	part    *partitioner // the partition spec the files are written under
 }
 
 // partitioner computes the partition of a row under a spec.
@@ -234,7 +235,7 @@ type fileWriter struct {
 // most cap(slots) files open at a time, and returns them in partition
 // order. The files must hold exactly len(rows) rows.
 func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
-	part := t.part
+	part := out.part
 	groups, err := part.groupRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)

@@ -152,6 +152,15 @@ func TestCommitManyPartitionsLowFileLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertOrders(t, tb.Iceberg(), model)
+			// The 3,000 deletes of thousands of partitions are one global
+			// file (issue 23), under the table's unpartitioned spec.
+			props := tb.Iceberg().CurrentSnapshot().Summary.Properties
+			if got := props["added-delete-files"]; got != "1" {
+				t.Errorf("the epoch added %s delete files, want 1 global file", got)
+			}
+			if _, ok := globalDeleteSpec(tb.Iceberg().Metadata()); !ok {
+				t.Error("the table has no unpartitioned spec for its global deletes")
+			}
 		})
 	}
 }

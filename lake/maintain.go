@@ -152,45 +152,28 @@ var ErrCompactionConflict = errors.New("the table changed during compaction")
 type partition struct {
 	key      string
 	tasks    []table.FileScanTask
-	deletes  map[string]iceberg.DataFile
+	carries  []bool           // carries[i]: a delete can delete a row of tasks[i]
+	retire   bool             // a global delete to retire counts here
+	deletes  map[string]int64 // the delete files that count here, with their rows here
 	dataRows int64
 	small    int
 }
 
 func (p *partition) deleteRows() int64 {
 	var n int64
-	for _, d := range p.deletes {
-		n += d.Count()
+	for _, rows := range p.deletes {
+		n += rows
 	}
 	return n
 }
 
 func (p *partition) triggered(o *CompactOptions) bool {
-	if o.Force {
+	if o.Force || p.retire {
 		return len(p.deletes) > 0 || p.small >= 2
 	}
 	return len(p.deletes) >= o.DeleteFiles ||
 		(p.dataRows > 0 && float64(p.deleteRows()) >= o.DeleteRatio*float64(p.dataRows)) ||
 		p.small >= o.SmallFiles
-}
-
-func hasDeletes(tk *table.FileScanTask) bool {
-	return len(tk.EqualityDeleteFiles)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0
-}
-
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%v", id, part[id])
-	}
-	return b.String()
 }
 
 func seqOf(tk *table.FileScanTask) int64 {
@@ -232,7 +215,11 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if err != nil {
 		return res, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
 	}
-	groups, deferred := selectCompaction(tasks, &o)
+	scope, err := t.deleteScope(ctx, base, tasks)
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", t.ID, err)
+	}
+	groups, deferred := selectCompaction(tasks, scope, &o)
 	res.Deferred = deferred
 
 	// Execute the groups: read with deletes applied, write new files.
@@ -392,28 +379,47 @@ func (t *Table) compactionConflict(cur *table.Snapshot) error {
 // or smaller than SmallFileSize, oldest data sequence number first (deletes
 // become dead once every older file is rewritten). Partitions with the most
 // delete files go first. MaxBytes caps the total; the first file is always
-// taken so that a file larger than the cap is compacted eventually.
-func selectCompaction(tasks []table.FileScanTask, o *CompactOptions) ([]table.CompactionTaskGroup, int) {
+// taken so that a file larger than the cap is compacted eventually. scope
+// says which of the delete files planning attached count for a partition
+// (globaldel.go); the tasks of the groups carry only those.
+func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *CompactOptions) ([]table.CompactionTaskGroup, int) {
+	// Global deletes are retired together once there are more than
+	// DeleteFiles of them: every partition one counts for is compacted,
+	// so that a partition touched once does not keep a global delete, which
+	// readers apply to every older file of the table, alive for ever.
+	retire := scope.globals() > o.DeleteFiles
 	parts := map[string]*partition{}
 	var order []string
 	for _, tk := range tasks {
 		key := partitionKey(tk.File)
 		p := parts[key]
 		if p == nil {
-			p = &partition{key: key, deletes: map[string]iceberg.DataFile{}}
+			p = &partition{key: key, deletes: map[string]int64{}}
 			parts[key] = p
 			order = append(order, key)
 		}
-		p.tasks = append(p.tasks, tk)
 		p.dataRows += tk.File.Count()
 		if tk.File.FileSizeBytes() < o.SmallFileSize {
 			p.small++
 		}
-		for _, l := range [][]iceberg.DataFile{tk.EqualityDeleteFiles, tk.DeleteFiles, tk.DeletionVectorFiles} {
-			for _, d := range l {
-				p.deletes[d.FilePath()] = d
+		eq := tk.EqualityDeleteFiles[:0:0]
+		for _, d := range tk.EqualityDeleteFiles {
+			if rows, ok := scope.count(key, d); ok {
+				eq = append(eq, d)
+				p.deletes[d.FilePath()] = rows
+				if retire && scope.global[d.SpecID()] {
+					p.retire = true
+				}
 			}
 		}
+		tk.EqualityDeleteFiles = eq
+		for _, l := range [][]iceberg.DataFile{tk.DeleteFiles, tk.DeletionVectorFiles} {
+			for _, d := range l {
+				p.deletes[d.FilePath()] = d.Count()
+			}
+		}
+		p.tasks = append(p.tasks, tk)
+		p.carries = append(p.carries, len(eq)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0)
 	}
 	var hot []*partition
 	for _, k := range order {
@@ -433,33 +439,37 @@ func selectCompaction(tasks []table.FileScanTask, o *CompactOptions) ([]table.Co
 		deferred int
 		full     bool
 	)
+	type cand struct {
+		tk      table.FileScanTask
+		carries bool
+	}
 	for _, p := range hot {
-		var cands []table.FileScanTask
-		for _, tk := range p.tasks {
-			if hasDeletes(&tk) || tk.File.FileSizeBytes() < o.SmallFileSize {
-				cands = append(cands, tk)
+		var cands []cand
+		for i, tk := range p.tasks {
+			if p.carries[i] || tk.File.FileSizeBytes() < o.SmallFileSize {
+				cands = append(cands, cand{tk, p.carries[i]})
 			}
 		}
 		sort.SliceStable(cands, func(i, j int) bool {
-			if a, b := seqOf(&cands[i]), seqOf(&cands[j]); a != b {
+			if a, b := seqOf(&cands[i].tk), seqOf(&cands[j].tk); a != b {
 				return a < b
 			}
-			return cands[i].File.FilePath() < cands[j].File.FilePath()
+			return cands[i].tk.File.FilePath() < cands[j].tk.File.FilePath()
 		})
 		g := table.CompactionTaskGroup{PartitionKey: p.key}
-		for i, tk := range cands {
-			size := tk.File.FileSizeBytes()
+		for i, c := range cands {
+			size := c.tk.File.FileSizeBytes()
 			if full || (o.MaxBytes > 0 && used > 0 && used+size > o.MaxBytes) {
 				full = true
 				deferred += len(cands) - i
 				break
 			}
 			used += size
-			g.Tasks = append(g.Tasks, tk)
+			g.Tasks = append(g.Tasks, c.tk)
 			g.TotalSizeBytes += size
 		}
 		// One clean small file alone gains nothing.
-		if len(g.Tasks) == 1 && !hasDeletes(&g.Tasks[0]) {
+		if len(g.Tasks) == 1 && !cands[0].carries {
 			used -= g.TotalSizeBytes
 			continue
 		}
@@ -486,7 +496,11 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 			rewritten[f.FilePath()] = struct{}{}
 		}
 	}
-	dead, err := deadDeletes(ctx, tbl, tasks, rewritten, readSeq)
+	scope, err := t.deleteScope(ctx, tbl, tasks)
+	if err != nil {
+		return nil, 0, fmt.Errorf("compact %s: %w", t.ID, err)
+	}
+	dead, err := deadDeletes(ctx, tbl, tasks, scope, rewritten, readSeq)
 	if err != nil {
 		return nil, 0, fmt.Errorf("compact %s: find dead delete files: %w", t.ID, err)
 	}
@@ -548,12 +562,14 @@ func mayHavePositionDeletes(s *table.Snapshot) bool {
 // deadDeletes returns the equality delete files of tbl's current snapshot,
 // with a data sequence number of at most maxSeq, that scan planning matches
 // to no data file left once the rewritten files are gone (tasks is a plan of
-// that snapshot). Planning matches a delete to the files of its partition
-// (all files, for an unpartitioned delete) with a lower data sequence number
-// whose column bounds may hold its keys, so such a delete changes no row.
-// Files written by the rewrite get maxSeq, so no such delete applies to them
-// either. Deletes newer than maxSeq are kept: they apply to the rewritten rows.
-func deadDeletes(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, rewritten map[string]struct{}, maxSeq int64) ([]iceberg.DataFile, error) {
+// that snapshot), or only to files of partitions scope says they do not
+// count for (a global delete, see globaldel.go). Planning matches a delete
+// to the files of its partition (all files, for an unpartitioned delete)
+// with a lower data sequence number whose column bounds may hold its keys,
+// so such a delete changes no row. Files written by the rewrite get maxSeq,
+// so no such delete applies to them either. Deletes newer than maxSeq are
+// kept: they apply to the rewritten rows.
+func deadDeletes(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, scope *deleteScope, rewritten map[string]struct{}, maxSeq int64) ([]iceberg.DataFile, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return nil, nil
@@ -563,8 +579,11 @@ func deadDeletes(ctx context.Context, tbl *table.Table, tasks []table.FileScanTa
 		if _, gone := rewritten[tk.File.FilePath()]; gone {
 			continue
 		}
+		part := partitionKey(tk.File)
 		for _, d := range tk.EqualityDeleteFiles {
-			live[d.FilePath()] = true
+			if _, ok := scope.count(part, d); ok {
+				live[d.FilePath()] = true
+			}
 		}
 	}
 	fsys, err := tbl.FS(ctx)

@@ -53,7 +53,7 @@ func BenchmarkCompactEpochs(b *testing.B) {
 	}
 	o := testOpts()
 	o.Force = true
-	groups, _ := selectCompaction(tasks, &o)
+	groups, _ := selectCompaction(tasks, localScope, &o)
 	if len(groups) != 1 || len(groups[0].Tasks) != epochs+1 {
 		b.Fatalf("%d groups", len(groups))
 	}

@@ -121,7 +121,7 @@ func TestRewriteGroup(t *testing.T) {
 			}
 			o := testOpts()
 			o.Force = true
-			groups, _ := selectCompaction(tasks, &o)
+			groups, _ := selectCompaction(tasks, localScope, &o)
 			if len(groups) == 0 {
 				t.Fatal("nothing to compact")
 			}

@@ -38,12 +38,14 @@ type Table struct {
 	pipeline string
 	dataOut  *rowLayout // data files: every column
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
-	// The files of an epoch commit: data files, equality delete files (the
-	// key columns only; the partition comes from the partition sources of
-	// delOut), the partition spec they are written under, and the
-	// process's open-file budget.
+	// The files of an epoch commit: data files under the table's partition
+	// spec, equality delete files, and the process's open-file budget. On
+	// a partitioned table the equality deletes are global (see
+	// globalDeletes); else, or on a table without an unpartitioned spec,
+	// they hold the key columns only and go to the partition of delOut's
+	// partition sources.
 	dataFile, eqFile *fileOut
-	part             *partitioner
+	part             *partitioner // the table's partition spec
 	files            chan struct{}
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
@@ -63,6 +65,7 @@ type tableState struct {
 	// copying is the progress of the table's initial copy, recorded with
 	// every commit while it runs; nil when no copy runs.
 	copying atomic.Pointer[cdcsync.CopyState]
+	global  globalParts // the partitions of the global delete files compaction read
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
@@ -178,6 +181,9 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		if err != nil {
 			return nil, err
 		}
+		if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
+			return nil, err
+		}
 		return l.newTable(ts, ident, tbl)
 	case err != nil:
 		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
@@ -203,6 +209,9 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			return t, nil
 		}
 		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, schemaPos: pos}, nil
+	}
+	if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
+		return nil, err
 	}
 	if !ok {
 		if err := compatibleColumns(ts, tbl.Schema()); err != nil {
@@ -325,15 +334,83 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
+	eqFile := &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: part}
+	if global, ok := globalDeleteSpec(tbl.Metadata()); ok {
+		gp, err := newPartitioner(ts, sc, global)
+		if err != nil {
+			return nil, err
+		}
+		eqFile = &fileOut{layout: delOut, schema: delSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: gp}
+	}
 	c, err := committedIn(tbl, l.cfg.Pipeline)
 	if err != nil {
 		return nil, err
 	}
 	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline,
 		dataOut: dataOut, delOut: delOut,
-		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData},
-		eqFile:   &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs},
+		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
+		eqFile:   eqFile,
 		part:     part, files: l.files}, nil
+}
+
+// Global equality deletes. An equality delete file written under an
+// unpartitioned spec applies to the older data files of every partition
+// (Iceberg spec, "Scan Planning"), so on a partitioned table an epoch
+// writes its deletes as one file (rolled at the target size) instead of
+// one per partition its before images live in: an epoch that touches
+// thousands of partitions writes half the files (issue 23). A key's
+// delete still removes its old copy wherever it lives, a partition move
+// included. The files also carry the partition source columns of the
+// before images (extra columns of an equality delete file are allowed and
+// not compared), from which compaction learns the partitions a global
+// delete needs rewritten before it can be dropped (maintain.go).
+//
+// The table keeps its partitioned spec as the default; the unpartitioned
+// spec is added next to it (ensureGlobalDeleteSpec), as Iceberg Java's
+// UpdatePartitionSpec.addNonDefaultSpec does.
+
+// globalDeleteSpec returns the unpartitioned spec that a partitioned
+// table's global equality deletes are written under, if it has one.
+func globalDeleteSpec(meta table.Metadata) (iceberg.PartitionSpec, bool) {
+	if meta.PartitionSpec().IsUnpartitioned() {
+		return iceberg.PartitionSpec{}, false
+	}
+	for _, s := range meta.PartitionSpecs() {
+		if s.IsUnpartitioned() {
+			return s, true
+		}
+	}
+	return iceberg.PartitionSpec{}, false
+}
+
+// ensureGlobalDeleteSpec adds an unpartitioned spec, not the default, to a
+// partitioned table that has none, and returns the table as reloaded.
+func (l *Lake) ensureGlobalDeleteSpec(ctx context.Context, ident table.Identifier, tbl *table.Table) (*table.Table, error) {
+	meta := tbl.Metadata()
+	if meta.PartitionSpec().IsUnpartitioned() {
+		return tbl, nil
+	}
+	if _, ok := globalDeleteSpec(meta); ok {
+		return tbl, nil
+	}
+	lastID := iceberg.PartitionDataIDStart - 1
+	if p := meta.LastPartitionSpecID(); p != nil {
+		lastID = *p
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()), table.AssertLastAssignedPartitionID(lastID),
+		table.AssertDefaultSpecID(meta.DefaultPartitionSpec())}
+	updates := []table.Update{table.NewAddPartitionSpecUpdate(iceberg.UnpartitionedSpec, false)}
+	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
+		return nil, fmt.Errorf("add the unpartitioned spec for global equality deletes to %s: %w", strings.Join(ident, "."), err)
+	}
+	fresh, err := l.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	}
+	if _, ok := globalDeleteSpec(fresh.Metadata()); !ok {
+		return nil, fmt.Errorf("the catalog accepted the unpartitioned spec of %s but its metadata does not show it", strings.Join(ident, "."))
+	}
+	return fresh, nil
 }
 
 // rowLayout maps an Arrow schema derived from the Iceberg schema to the

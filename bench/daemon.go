@@ -408,8 +408,9 @@ func (w *lakeWatcher) waitCheckpoint(d *daemon, target uint64, any bool, timeout
 
 // snapshotCommit is one cdcsync commit to the table.
 type snapshotCommit struct {
-	at  time.Time
-	seq uint64
+	at    time.Time
+	seq   uint64
+	files int64 // data and delete files it added
 }
 
 // commits lists the table's snapshots written by the pipeline, oldest first.
@@ -431,10 +432,34 @@ func (w *lakeWatcher) commits() ([]snapshotCommit, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, snapshotCommit{at: time.UnixMilli(s.TimestampMs), seq: seq})
+		files := summaryInt(s.Summary.Properties, "added-data-files") + summaryInt(s.Summary.Properties, "added-delete-files")
+		out = append(out, snapshotCommit{at: time.UnixMilli(s.TimestampMs), seq: seq, files: files})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out, nil
+}
+
+func summaryInt(p map[string]string, k string) int64 {
+	n, _ := strconv.ParseInt(p[k], 10, 64)
+	return n
+}
+
+// filesPerCommit is the mean and the largest number of files the commits
+// in [from, to] added.
+func filesPerCommit(commits []snapshotCommit, from, to time.Time) (mean float64, most int64) {
+	var n, sum int64
+	for _, c := range commits {
+		if c.at.Before(from) || c.at.After(to) {
+			continue
+		}
+		n++
+		sum += c.files
+		most = max(most, c.files)
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(sum) / float64(n), most
 }
 
 // copyLog reads the rows and seconds of bench.t's initial copy from the

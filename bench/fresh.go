@@ -186,6 +186,8 @@ type freshRun struct {
 	Max           float64 `json:"max_s"`
 	Uncovered     int     `json:"uncovered"`
 	Commits       int     `json:"commits"`
+	FilesPerEpoch float64 `json:"files_per_epoch"` // data and delete files an epoch commit added, mean
+	MaxEpochFiles int64   `json:"max_epoch_files"`
 	RSSMaxMiB     float64 `json:"rss_max_mib"`
 	RSSMedianMiB  float64 `json:"rss_median_mib"`
 	CPUSeconds    float64 `json:"cpu_seconds"`
@@ -251,6 +253,7 @@ func (w *rateWindow) summarize(interval time.Duration, commits []snapshotCommit,
 		fr.Max = covered[len(covered)-1].Seconds()
 	}
 	fr.Commits = len(in)
+	fr.FilesPerEpoch, fr.MaxEpochFiles = filesPerCommit(in, w.from, w.drained.Add(time.Second))
 	fr.DurationSecs = w.load.Elapsed.Seconds()
 	fr.DrainSeconds = w.drained.Sub(w.loadEnd).Seconds()
 	fr.DaemonBehind = fr.DrainSeconds > 2*fr.Interval

@@ -10,9 +10,12 @@
 //	go run ./bench --quick               # smoke run: 100k rows/changes, 15 s per rate
 //	go run ./bench --out bench.md        # also write the summary (and bench.json)
 //	go run ./bench --pprof /tmp/prof     # also profile the daemon (timings are perturbed)
+//	go run ./bench --partition "day(created_at), bucket(8, id)"
+//	                                     # two runs, unpartitioned then partitioned, compared
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -44,6 +47,7 @@ type options struct {
 	pprofDir       string
 	pprofSeconds   int
 	extraConfig    string
+	partition      string // the partition spec of bench.t; "" unpartitioned
 }
 
 func main() {
@@ -66,6 +70,7 @@ func main() {
 	flag.StringVar(&o.pprofDir, "pprof", "", "save CPU and allocation profiles of the daemon's copy, catch-up and each freshness rate (fresh-RATE) here")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length of each CPU profile")
 	flag.StringVar(&o.extraConfig, "extra-config", "", "YAML appended to cdcsync's configuration, e.g. 'maintenance: {enabled: false}'")
+	flag.StringVar(&o.partition, "partition", "", `partition bench.t, e.g. "day(created_at), bucket(8, id)": the harness runs twice, unpartitioned and then partitioned, and compares the two`)
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -99,14 +104,117 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --warehouse is local or minio")
 		os.Exit(2)
 	}
-	if err := run(o); err != nil {
+	if _, err := partitionFields(o.partition); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := runAll(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+// runAll runs the harness once, or with --partition twice (bench.t
+// unpartitioned, then partitioned) followed by the comparison of the two,
+// and prints and writes the reports.
+func runAll(o options) error {
+	layouts := []string{o.partition}
+	if o.partition != "" {
+		layouts = []string{"", o.partition}
+	}
+	var all []*results
+	var report strings.Builder
+	for _, layout := range layouts {
+		ro := o
+		ro.partition = layout
+		res, err := run(ro)
+		if err != nil {
+			return err
+		}
+		all = append(all, res)
+		report.WriteString(markdown(res))
+		report.WriteString("\n")
+	}
+	if len(all) == 2 {
+		report.WriteString(comparePartitioned(all[0], all[1]))
+	}
+	fmt.Println(report.String())
+	if o.out == "" {
+		return nil
+	}
+	js, _ := json.MarshalIndent(all, "", "  ")
+	if len(all) == 1 {
+		js, _ = json.MarshalIndent(all[0], "", "  ")
+	}
+	if strings.HasSuffix(o.out, ".json") {
+		return os.WriteFile(o.out, js, 0o644)
+	}
+	if err := os.WriteFile(o.out, []byte(report.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(strings.TrimSuffix(o.out, filepath.Ext(o.out))+".json", js, 0o644)
+}
+
+// partitionFields splits "day(created_at), bucket(8, id)" into its fields.
+func partitionFields(spec string) ([]string, error) {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range spec + "," {
+		switch {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			if f := strings.TrimSpace(spec[start:i]); f != "" {
+				out = append(out, f)
+			}
+			start = i + 1
+		}
+		if depth < 0 {
+			return nil, fmt.Errorf("--partition %q: unbalanced parentheses", spec)
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("--partition %q: unbalanced parentheses", spec)
+	}
+	if spec != "" && len(out) == 0 {
+		return nil, fmt.Errorf("--partition %q names no field", spec)
+	}
+	return out, nil
+}
+
+// comparePartitioned is the table of issue 23: the partitioned run's
+// catch-up and freshness next to the unpartitioned run's.
+func comparePartitioned(flat, part *results) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("## Partitioned (%s) against unpartitioned, same harness invocation", part.Partition)
+	w("")
+	w("| Measure | Unpartitioned | Partitioned | Ratio |")
+	w("|---|---|---|---|")
+	w("| Catch-up rate | %.0f changes/s | %.0f changes/s | %.2f (target ≥ 0.5) |", flat.Catchup.Rate, part.Catchup.Rate, part.Catchup.Rate/flat.Catchup.Rate)
+	w("| Catch-up CPU | %.2f CPU-µs/change | %.2f CPU-µs/change | %.2fx |", flat.Catchup.CPUMicros, part.Catchup.CPUMicros, part.Catchup.CPUMicros/flat.Catchup.CPUMicros)
+	w("| Catch-up epochs, files added per epoch (mean, max) | %d, %.0f, %d | %d, %.0f, %d | |",
+		flat.Catchup.Epochs, flat.Catchup.FilesPerEpoch, flat.Catchup.MaxEpochFiles, part.Catchup.Epochs, part.Catchup.FilesPerEpoch, part.Catchup.MaxEpochFiles)
+	w("| Live files after the catch-up, before `cdcsync compact` | %d data, %d delete | %d data, %d delete | |",
+		flat.Catchup.DataFilesAfter, flat.Catchup.DeleteFilesAfter, part.Catchup.DataFilesAfter, part.Catchup.DeleteFilesAfter)
+	if i, j := targetRun(flat.FreshRuns), targetRun(part.FreshRuns); i >= 0 && j >= 0 {
+		f, p := &flat.FreshRuns[i], &part.FreshRuns[j]
+		w("| p99 freshness at %d changes/s (interval %s) | %.2f s | %.2f s (target ≤ %.1f s) | |", p.TargetRate, secs(p.Interval), f.P99, p.P99, p.Interval+2)
+		w("| Files added per epoch at %d changes/s (mean, max) | %.0f, %d | %.0f, %d | |", p.TargetRate, f.FilesPerEpoch, f.MaxEpochFiles, p.FilesPerEpoch, p.MaxEpochFiles)
+		w("| Steady CPU at %d changes/s | %.2f CPU-µs/change | %.2f CPU-µs/change | %.2fx |", p.TargetRate, f.CPUMicros, p.CPUMicros, p.CPUMicros/f.CPUMicros)
+	}
+	if flat.ReadAmp.Before.Seconds > 0 && part.ReadAmp.Before.Seconds > 0 {
+		w("| Full scan before / after compaction | %.2f s / %.2f s | %.2f s / %.2f s | |",
+			flat.ReadAmp.Before.Seconds, flat.ReadAmp.After.Seconds, part.ReadAmp.Before.Seconds, part.ReadAmp.After.Seconds)
+	}
+	return b.String()
+}
+
 // results is everything one run measured.
 type results struct {
+	Partition string         `json:"partition,omitempty"` // the partition spec of bench.t
 	Machine   string         `json:"machine"`
 	Source    string         `json:"source"`  // git HEAD and the files modified in the work tree, from which cdcsync was built
 	LoadAvg   []string       `json:"loadavg"` // /proc/loadavg at the start of each phase: other work on the machine skews the figures
@@ -156,6 +264,13 @@ type results struct {
 		BodyRate       float64 `json:"body_changes_per_s"`
 		BodyRatio      float64 `json:"body_ratio_to_decode"`
 		StartupSeconds float64 `json:"startup_seconds"`
+		// The epochs of the catch-up, the files each added (mean, max),
+		// and the table's live files at its end.
+		Epochs           int     `json:"epochs"`
+		FilesPerEpoch    float64 `json:"files_per_epoch"`
+		MaxEpochFiles    int64   `json:"max_epoch_files"`
+		DataFilesAfter   int     `json:"data_files_after"`
+		DeleteFilesAfter int     `json:"delete_files_after"`
 	} `json:"catchup"`
 	// FreshCompactSeconds is the `cdcsync compact` run between the catch-up
 	// and the freshness runs (the catch-up's delete files are compacted
@@ -170,17 +285,18 @@ type results struct {
 
 const mib = 1 << 20
 
-func run(o options) error {
+func run(o options) (*results, error) {
 	var res results
+	res.Partition = o.partition
 	res.Started = time.Now().UTC()
 	res.Machine = machine()
 	res.Source = gitState()
-	res.Options = map[string]any{"extra_config": o.extraConfig, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
+	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
 		"duration": o.duration.String(), "interval": o.interval.String(), "warehouse": o.warehouse, "pprof": o.pprofDir != "",
 		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "scans": o.scans}
 	dir, err := os.MkdirTemp("", "cdcsync-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.keep {
 		logf("working directory: %s", dir)
@@ -189,7 +305,7 @@ func run(o options) error {
 	}
 	if o.pprofDir != "" {
 		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		logf("profiling is on: timings are perturbed by the profiler")
 	}
@@ -197,14 +313,14 @@ func run(o options) error {
 	// Build cdcsync once.
 	root, err := testenv.RepoRoot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bin := filepath.Join(dir, "cdcsync")
 	logf("building cdcsync")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/cdcsync")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/cdcsync: %w", err)
+		return nil, fmt.Errorf("go build ./cmd/cdcsync: %w", err)
 	}
 
 	// Servers.
@@ -214,7 +330,7 @@ func run(o options) error {
 		"--sync-binlog=0", "--max-allowed-packet=256M", "--binlog-cache-size=16M", "--max-binlog-size=1G",
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Stop()
 	warehouseYAML := "location: " + filepath.Join(dir, "warehouse")
@@ -222,11 +338,11 @@ func run(o options) error {
 		logf("starting MinIO")
 		m, err := testenv.StartMinIO(filepath.Join(dir, "minio"))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer m.Stop()
 		if err := m.CreateBucket("bench"); err != nil {
-			return err
+			return nil, err
 		}
 		warehouseYAML = fmt.Sprintf(`location: s3://bench/lake
   s3:
@@ -238,11 +354,20 @@ func run(o options) error {
 	}
 	httpAddr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	epochYAML := ""
 	if o.interval > 0 {
 		epochYAML = fmt.Sprintf("epoch:\n  interval: %s\n", o.interval)
+	}
+	tablesYAML := ""
+	if o.partition != "" {
+		fields, _ := partitionFields(o.partition)
+		quoted := make([]string, len(fields))
+		for i, f := range fields {
+			quoted[i] = strconv.Quote(f)
+		}
+		tablesYAML = fmt.Sprintf("tables:\n  - match: %s.%s\n    partition: [%s]\n", benchDB, benchTable, strings.Join(quoted, ", "))
 	}
 	cfgPath := filepath.Join(dir, "cdcsync.yaml")
 	cfgYAML := fmt.Sprintf(`pipeline: bench
@@ -261,17 +386,17 @@ catalog:
   sql:
     driver: sqlite
     dsn: %s
-%shttp:
+%s%shttp:
   listen: %s
 %s
-`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, httpAddr, o.extraConfig)
+`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, tablesYAML, httpAddr, o.extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfgYAML), 0o600); err != nil {
-		return err
+		return nil, err
 	}
 
 	conn, err := db.Connect(testenv.RootUser, "", "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 
@@ -279,7 +404,7 @@ catalog:
 	logf("filling bench.t with %d rows", o.rows)
 	t0 := time.Now()
 	if err := fillTable(conn, o.rows); err != nil {
-		return err
+		return nil, err
 	}
 	res.Snapshot.FillSeconds = time.Since(t0).Seconds()
 	if r, err := conn.Execute("ANALYZE TABLE bench.t"); err == nil {
@@ -297,7 +422,7 @@ catalog:
 	res.LoadAvg = append(res.LoadAvg, "baseline B: "+loadAvg())
 	sel, err := rawSelect(db)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sel2, err := rawSelect(db); err == nil && sel2.GoWall < sel.GoWall {
 		sel = sel2
@@ -315,14 +440,14 @@ catalog:
 	// Snapshot: the initial copy.
 	watcher, err := openLake(cfgPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	interval := watcher.cfg.Epoch.Interval.Duration // --interval, --extra-config or cdcsync's default
 	logf("snapshot: cdcsync copies %d rows", o.rows)
 	res.LoadAvg = append(res.LoadAvg, "snapshot: "+loadAvg())
 	d, err := startDaemon(bin, cfgPath, filepath.Join(dir, "cdcsync-snapshot.log"), httpAddr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var prof *profiler
 	if o.pprofDir != "" {
@@ -334,7 +459,7 @@ catalog:
 	seenAt, err := d.waitReady(30 * time.Minute)
 	if err != nil {
 		d.terminate(time.Minute)
-		return fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	st, _ := procStatus(d.cmd.Process.Pid)
 	res.Snapshot.Rows = o.rows
@@ -358,27 +483,27 @@ catalog:
 		}
 	}
 	if err := d.terminate(2 * time.Minute); err != nil {
-		return fmt.Errorf("snapshot: stop cdcsync: %w\n%s", err, d.logTail())
+		return nil, fmt.Errorf("snapshot: stop cdcsync: %w\n%s", err, d.logTail())
 	}
 	if rss := d.childMaxRSS(); float64(rss)/mib > res.Snapshot.PeakRSSMiB {
 		res.Snapshot.PeakRSSMiB = float64(rss) / mib
 	}
 	ckSeq, _, err := watcher.checkpointSeq()
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// Generate the catch-up changes while cdcsync is stopped.
 	startPos, err := binlogPos(conn)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logf("catch-up: generating %d row changes (binlog from %s:%d)", o.changes, startPos.Name, startPos.Pos)
 	gen := &changeGen{r: rand.New(rand.NewPCG(7, 8)), maxID: o.rows, update: 70}
 	t0 = time.Now()
 	txns, err := generateChanges(conn, gen, o.changes)
 	if err != nil {
-		return fmt.Errorf("generate changes: %w", err)
+		return nil, fmt.Errorf("generate changes: %w", err)
 	}
 	res.Catchup.GenSeconds = time.Since(t0).Seconds()
 	target := txns[len(txns)-1].seq
@@ -395,7 +520,7 @@ catalog:
 	res.LoadAvg = append(res.LoadAvg, "baseline A: "+loadAvg())
 	dec, err := rawDecode(db, startPos, target)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if dec2, err := rawDecode(db, startPos, target); err == nil && dec2.Wall < dec.Wall {
 		dec = dec2
@@ -411,7 +536,7 @@ catalog:
 	res.LoadAvg = append(res.LoadAvg, "catch-up: "+loadAvg())
 	d, err = startDaemon(bin, cfgPath, filepath.Join(dir, "cdcsync-catchup.log"), httpAddr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	prof = nil
 	if o.pprofDir != "" {
@@ -429,7 +554,7 @@ catalog:
 	})
 	if err != nil {
 		d.terminate(time.Minute)
-		return fmt.Errorf("catch-up: %w", err)
+		return nil, fmt.Errorf("catch-up: %w", err)
 	}
 	st, _ = procStatus(d.cmd.Process.Pid)
 	res.Catchup.Seconds = seenAt.Sub(d.started).Seconds()
@@ -454,13 +579,24 @@ catalog:
 		res.Catchup.BodyRate = float64(n) / res.Catchup.BodySeconds
 		res.Catchup.BodyRatio = res.Catchup.BodyRate / res.Baselines.DecodeRate
 	}
+	if commits, err := watcher.commits(); err == nil {
+		for _, c := range commits {
+			if !c.at.Before(d.started) && !c.at.After(seenAt) {
+				res.Catchup.Epochs++
+			}
+		}
+		res.Catchup.FilesPerEpoch, res.Catchup.MaxEpochFiles = filesPerCommit(commits, d.started, seenAt)
+	}
 	if prof != nil {
 		if err := prof.finish(); err != nil {
 			logf("profile: %v", err)
 		}
 	}
 	if err := d.terminate(2 * time.Minute); err != nil {
-		return fmt.Errorf("catch-up: stop cdcsync: %w\n%s", err, d.logTail())
+		return nil, fmt.Errorf("catch-up: stop cdcsync: %w\n%s", err, d.logTail())
+	}
+	if fs, err := watcher.tableFiles(context.Background()); err == nil {
+		res.Catchup.DataFilesAfter, res.Catchup.DeleteFilesAfter = fs.DataFiles, fs.DeleteFiles
 	}
 	if rss := d.childMaxRSS(); float64(rss)/mib > res.Catchup.PeakRSSMiB {
 		res.Catchup.PeakRSSMiB = float64(rss) / mib
@@ -478,11 +614,11 @@ catalog:
 	logf("freshness: %v changes/s, %s each (epoch interval %s)", o.rates, o.duration, interval)
 	d, err = startDaemon(bin, cfgPath, filepath.Join(dir, "cdcsync-fresh.log"), httpAddr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := d.waitReady(5 * time.Minute); err != nil {
 		d.terminate(time.Minute)
-		return fmt.Errorf("freshness: %w", err)
+		return nil, fmt.Errorf("freshness: %w", err)
 	}
 	d.sampleRSS(time.Second)
 	nextID := gen.maxID + 10_000_000 // fresh ids for inserts, far above the catch-up's
@@ -491,18 +627,18 @@ catalog:
 		w, err := freshnessAt(o, db, d, watcher, gen.maxID, &nextID, rate)
 		if err != nil {
 			d.terminate(time.Minute)
-			return err
+			return nil, err
 		}
 		res.LoadAvg = append(res.LoadAvg, fmt.Sprintf("freshness %d/s: %s", rate, w.loadAvg))
 		windows = append(windows, w)
 	}
 	samples := d.stopSampling()
 	if err := d.terminate(2 * time.Minute); err != nil {
-		return fmt.Errorf("freshness: stop cdcsync: %w\n%s", err, d.logTail())
+		return nil, fmt.Errorf("freshness: stop cdcsync: %w\n%s", err, d.logTail())
 	}
 	commits, err := watcher.commits()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i := range windows {
 		res.FreshRuns = append(res.FreshRuns, windows[i].summarize(interval, commits, samples))
@@ -523,19 +659,7 @@ catalog:
 	}
 	res.ReadAmp = ra
 
-	report := markdown(&res)
-	fmt.Println(report)
-	if o.out != "" {
-		js, _ := json.MarshalIndent(&res, "", "  ")
-		if strings.HasSuffix(o.out, ".json") {
-			return os.WriteFile(o.out, js, 0o644)
-		}
-		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {
-			return err
-		}
-		return os.WriteFile(strings.TrimSuffix(o.out, filepath.Ext(o.out))+".json", js, 0o644)
-	}
-	return nil
+	return &res, nil
 }
 
 // logDelay is the time from the daemon's start to the first log line that
@@ -653,7 +777,11 @@ func markdown(r *results) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	b2 := &r.Baselines
-	w("## cdcsync bench, %s", r.Started.Format("2006-01-02 15:04 UTC"))
+	layout := "unpartitioned"
+	if r.Partition != "" {
+		layout = "partitioned by " + r.Partition
+	}
+	w("## cdcsync bench, %s, bench.t %s", r.Started.Format("2006-01-02 15:04 UTC"), layout)
 	w("")
 	w("Source: %s.", r.Source)
 	w("")

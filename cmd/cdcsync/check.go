@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
@@ -30,14 +33,15 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	if err != nil {
 		report(false, false, "connect", err.Error())
 	} else {
-		findings, _, err := capture.Preflight(ctx, conn, &cfg.Source)
-		conn.Close()
+		findings, schemas, err := capture.Preflight(ctx, conn, &cfg.Source)
 		if err != nil {
 			report(false, false, "preflight", err.Error())
 		}
 		for _, f := range findings {
 			report(f.OK, f.Warning, f.Check, f.Message)
 		}
+		checkPartitions(ctx, cfg, conn, schemas, report)
+		conn.Close()
 	}
 	if of, err := openFilesOf(cfg); err != nil {
 		report(false, true, "open files", err.Error())
@@ -62,4 +66,30 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	}
 	fmt.Fprintln(stdout, "all checks passed")
 	return nil
+}
+
+// checkPartitions reports, for every selected table with a partition
+// layout, how many partitions it gives and how many files an epoch would
+// write, as a warning with a coarser layout when that is thousands.
+func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn, schemas []*cdcsync.TableSchema, report func(ok, warn bool, check, msg string)) {
+	flavor, _, err := capture.ServerFlavor(ctx, conn)
+	if err != nil {
+		return // preflight reported it
+	}
+	for _, ts := range schemas {
+		r := cfg.Rule(ts.ID.Database, ts.ID.Table)
+		if r == nil || len(r.Partition) == 0 {
+			continue
+		}
+		fields, err := r.PartitionFields()
+		if err != nil {
+			continue // config validation reports it
+		}
+		est, err := capture.EstimatePartitions(ctx, conn, flavor, ts.ID, fields)
+		if err != nil {
+			report(false, true, "partitions", err.Error())
+			continue
+		}
+		report(true, est.Warn(), "partitions", est.String())
+	}
 }

@@ -397,8 +397,39 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		return r.end(h)
 	case *replication.RowsEvent:
 		return nil, r.rows(h, e)
+	case *replication.TransactionPayloadEvent:
+		return r.payload(h, e)
 	}
 	return nil, nil
+}
+
+// payload handles a compressed transaction (binlog_transaction_compression
+// on MySQL 8.0.20+): one event whose payload go-mysql decompresses into the
+// transaction's events after its GTID (BEGIN, table maps, rows, XID). They
+// are handled like uncompressed ones, each at the position after the
+// payload, which is where the transaction ends: the inner events carry no
+// position of their own, and a rows event of a table catching up must be
+// compared with the committed position at its transaction's end.
+func (r *reader) payload(h *replication.EventHeader, e *replication.TransactionPayloadEvent) (*cdcsync.Txn, error) {
+	var done *cdcsync.Txn
+	for _, inner := range e.Events {
+		if done != nil {
+			return nil, fmt.Errorf("the compressed transaction that ends at %s:%d holds events after its commit; cdcsync cannot apply it: "+
+				"set binlog_transaction_compression=OFF on the server, then resync the tables it touches", r.file, h.LogPos)
+		}
+		ih := *inner.Header
+		ih.LogPos = h.LogPos
+		txn, err := r.handle(&replication.BinlogEvent{RawData: inner.RawData, Header: &ih, Event: inner.Event})
+		if err != nil {
+			return nil, err
+		}
+		done = txn
+	}
+	if done == nil || r.inTxn {
+		return nil, fmt.Errorf("the compressed transaction that ends at %s:%d does not end with a commit (%d events, %d bytes uncompressed); cdcsync cannot apply it: "+
+			"set binlog_transaction_compression=OFF on the server, then resync the tables it touches", r.file, h.LogPos, len(e.Events), e.UncompressedSize)
+	}
+	return done, nil
 }
 
 func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) error {

@@ -256,7 +256,6 @@ func boundedQuery(flavor, q string) string {
 	return strings.Replace(q, "SELECT ", "SELECT /*+ MAX_EXECUTION_TIME(5000) */ ", 1)
 }
 
-
 func humanSpan(d time.Duration) string {
 	days := d.Hours() / 24
 	switch {

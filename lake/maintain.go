@@ -231,8 +231,9 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			}
 		}
 	}
+	shared := newSharedDeletes(scope)
 	for _, g := range groups {
-		gr, err := rewriteGroup(ctx, base, g, o.TargetFileSize)
+		gr, err := rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		if errors.Is(err, errNoKeyFilter) {
 			gr, err = table.ExecuteCompactionGroup(ctx, base, g, compactionGroupOptions(o.TargetFileSize)...)
 		}

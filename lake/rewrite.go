@@ -57,7 +57,12 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 // applies to every older one of the partition too), so it holds every
 // delete key once. It returns errNoKeyFilter for the groups it leaves to
 // iceberg-go.
-func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64) (table.CompactionGroupResult, error) {
+//
+// Global delete files (globaldel.go) apply to the groups of many
+// partitions: their keys are read once per compaction, into shared (nil
+// for a table without them), and each group consults those sets instead of
+// copying their keys.
+func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	if tbl.Metadata().Version() >= 3 {
 		return res, errNoKeyFilter
@@ -106,6 +111,15 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 					continue
 				}
 				loaded[d.FilePath()] = true
+				if shared.holds(d) {
+					set, err := shared.get(ctx, tbl, d, keyNames)
+					if err != nil {
+						yield(nil, err)
+						return
+					}
+					deleted.also = append(deleted.also, set)
+					continue
+				}
 				if err := deleted.load(ctx, tbl, d, keyNames); err != nil {
 					yield(nil, err)
 					return
@@ -192,7 +206,63 @@ func readSchema(ctx context.Context, tbl *table.Table, tk table.FileScanTask) (*
 // keySet holds encoded primary keys.
 type keySet struct {
 	keys map[string]struct{}
+	also []*keySet // further sets a key may be in (shared, read only)
 	buf  []byte
+}
+
+// has says whether the encoded key is in the set or one of its also sets.
+func (s *keySet) has(k []byte) bool {
+	if _, ok := s.keys[string(k)]; ok {
+		return true
+	}
+	for _, o := range s.also {
+		if _, ok := o.keys[string(k)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// empty says whether no key is in the set or its also sets.
+func (s *keySet) empty() bool {
+	if len(s.keys) > 0 {
+		return false
+	}
+	for _, o := range s.also {
+		if len(o.keys) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedDeletes are the key sets of a compaction's global delete files,
+// each read once and shared by the groups it applies to.
+type sharedDeletes struct {
+	scope *deleteScope
+	sets  map[string]*keySet
+}
+
+func newSharedDeletes(scope *deleteScope) *sharedDeletes {
+	return &sharedDeletes{scope: scope, sets: map[string]*keySet{}}
+}
+
+// holds says whether d is a global delete file, whose keys are shared.
+func (s *sharedDeletes) holds(d iceberg.DataFile) bool {
+	return s != nil && s.scope.global[d.SpecID()]
+}
+
+// get returns the keys of d, reading them the first time.
+func (s *sharedDeletes) get(ctx context.Context, tbl *table.Table, d iceberg.DataFile, keyNames []string) (*keySet, error) {
+	if set, ok := s.sets[d.FilePath()]; ok {
+		return set, nil
+	}
+	set := newKeySet()
+	if err := set.load(ctx, tbl, d, keyNames); err != nil {
+		return nil, err
+	}
+	s.sets[d.FilePath()] = set
+	return set, nil
 }
 
 func newKeySet() *keySet { return &keySet{keys: map[string]struct{}{}} }
@@ -248,7 +318,7 @@ func sameFields(a, b []int) bool {
 // (retained) when none is, nil when all are.
 func (s *keySet) filter(ctx context.Context, rec arrow.RecordBatch, keyCols []int) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
-	if len(s.keys) == 0 || n == 0 {
+	if s.empty() || n == 0 {
 		if n == 0 {
 			return nil, nil
 		}
@@ -264,7 +334,7 @@ func (s *keySet) filter(ctx context.Context, rec arrow.RecordBatch, keyCols []in
 		if !ok {
 			return nil, errors.New("compaction: a key column has an unexpected type")
 		}
-		_, gone := s.keys[string(b)]
+		gone := s.has(b)
 		mask.UnsafeAppend(!gone)
 		if !gone {
 			kept++

@@ -61,7 +61,7 @@ func BenchmarkCompactEpochs(b *testing.B) {
 		name    string
 		rewrite func() (table.CompactionGroupResult, error)
 	}{
-		{"cdcsync", func() (table.CompactionGroupResult, error) { return rewriteGroup(ctx, t.Iceberg(), groups[0], 0) }},
+		{"cdcsync", func() (table.CompactionGroupResult, error) { return rewriteGroup(ctx, t.Iceberg(), groups[0], 0, nil) }},
 		{"iceberg-go", func() (table.CompactionGroupResult, error) {
 			return table.ExecuteCompactionGroup(ctx, t.Iceberg(), groups[0], compactionGroupOptions(0)...)
 		}},

@@ -234,3 +234,114 @@ func (p Position) Includes(q Position) (bool, error) {
 	}
 	return compareFilePos(p.File, p.Offset, q.File, q.Offset) >= 0, nil
 }
+
+// Earliest returns a position at or before both a and b: where a stream
+// must start so that a table committed at a and one committed at b both
+// see every transaction they lack. A zero position is ignored. Two GTID
+// sets neither of which includes the other meet in their intersection.
+func Earliest(a, b Position) (Position, error) {
+	switch {
+	case a.IsZero():
+		return b, nil
+	case b.IsZero():
+		return a, nil
+	}
+	if ok, err := b.Includes(a); err != nil {
+		return Position{}, err
+	} else if ok {
+		return a, nil
+	}
+	if ok, err := a.Includes(b); err != nil {
+		return Position{}, err
+	} else if ok {
+		return b, nil
+	}
+	if !a.UsesGTID() || !b.UsesGTID() {
+		return Position{}, fmt.Errorf("positions %s and %s cannot be ordered", a, b)
+	}
+	out := a
+	switch a.Flavor {
+	case FlavorMariaDB:
+		// Per replication domain the lower sequence number; a domain only
+		// one of them has is left out (read from its start).
+		seqs := map[uint32]string{}
+		for _, part := range strings.Split(b.GTIDSet, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				d, _, _, err := ParseMariaDBGTID(part)
+				if err != nil {
+					return Position{}, err
+				}
+				seqs[d] = part
+			}
+		}
+		var parts []string
+		for _, part := range strings.Split(a.GTIDSet, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			d, _, n, err := ParseMariaDBGTID(part)
+			if err != nil {
+				return Position{}, err
+			}
+			other, ok := seqs[d]
+			if !ok {
+				continue
+			}
+			_, _, m, _ := ParseMariaDBGTID(other)
+			if m < n {
+				part = other
+			}
+			parts = append(parts, part)
+		}
+		out.GTIDSet = strings.Join(parts, ",")
+	case FlavorMySQL:
+		as, err := mysql.ParseMysqlGTIDSet(a.GTIDSet)
+		if err != nil {
+			return Position{}, fmt.Errorf("parse GTID set %q: %w", a.GTIDSet, err)
+		}
+		bs, err := mysql.ParseMysqlGTIDSet(b.GTIDSet)
+		if err != nil {
+			return Position{}, fmt.Errorf("parse GTID set %q: %w", b.GTIDSet, err)
+		}
+		meet := mysql.NewMysqlGTIDSet()
+		for sid, tags := range *as.(*mysql.MysqlGTIDSet) {
+			for tag, ivs := range tags {
+				other, ok := (*bs.(*mysql.MysqlGTIDSet))[sid][tag]
+				if !ok {
+					continue
+				}
+				if both := intersectIntervals(ivs.Normalize(), other.Normalize()); len(both) > 0 {
+					if meet[sid] == nil {
+						meet[sid] = map[mysql.Tag]mysql.IntervalSlice{}
+					}
+					meet[sid][tag] = both
+				}
+			}
+		}
+		out.GTIDSet = meet.String()
+	default:
+		return Position{}, fmt.Errorf("unknown position flavor %q", a.Flavor)
+	}
+	if out.GTIDSet == "" {
+		return Position{}, fmt.Errorf("positions %s and %s share no transaction: cdcsync cannot start a stream before both", a, b)
+	}
+	return out, nil
+}
+
+// intersectIntervals intersects two sorted, merged interval lists (Stop
+// exclusive).
+func intersectIntervals(a, b mysql.IntervalSlice) mysql.IntervalSlice {
+	var out mysql.IntervalSlice
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i].Start, b[j].Start), min(a[i].Stop, b[j].Stop)
+		if lo < hi {
+			out = append(out, mysql.Interval{Start: lo, Stop: hi})
+		}
+		if a[i].Stop < b[j].Stop {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}

@@ -94,3 +94,45 @@ func TestIncludes(t *testing.T) {
 		}
 	}
 }
+
+func TestEarliest(t *testing.T) {
+	const u1, u2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "4e11fa47-71ca-11e1-9e33-c80aa9429562"
+	maria := func(s string) Position { return Position{Flavor: FlavorMariaDB, GTIDSet: s} }
+	my := func(s string) Position { return Position{Flavor: FlavorMySQL, GTIDSet: s} }
+	file := func(f string, o uint32) Position { return Position{Flavor: FlavorMariaDB, File: f, Offset: o, ServerUUID: "s"} }
+	for _, c := range []struct {
+		a, b, want Position
+	}{
+		{maria("0-1-100"), maria("0-1-50"), maria("0-1-50")},
+		{maria("0-1-50"), maria("0-1-100"), maria("0-1-50")},
+		{maria("0-1-100,1-1-5"), maria("0-1-50,1-1-9"), maria("0-1-50,1-1-5")},
+		{maria("0-1-100,1-1-5"), maria("0-1-50"), maria("0-1-50")},
+		{maria("0-1-7"), Position{}, maria("0-1-7")},
+		{file("binlog.000002", 400), file("binlog.000001", 900), file("binlog.000001", 900)},
+		{file("binlog.000001", 100), file("binlog.000001", 900), file("binlog.000001", 100)},
+		{my(u1 + ":1-100"), my(u1 + ":1-50"), my(u1 + ":1-50")},
+		{my(u1 + ":1-10," + u2 + ":1-5"), my(u1 + ":1-20"), my(u1 + ":1-10")},
+		{my(u1 + ":1-10:20-30"), my(u1 + ":1-25"), my(u1 + ":1-10:20-25")},
+	} {
+		got, err := Earliest(c.a, c.b)
+		if err != nil {
+			t.Errorf("Earliest(%s, %s): %v", c.a, c.b, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("Earliest(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
+		}
+		// It is at or before both.
+		for _, p := range []Position{c.a, c.b} {
+			if p.IsZero() {
+				continue
+			}
+			if ok, err := p.Includes(got); err != nil || !ok {
+				t.Errorf("Earliest(%s, %s) = %s is not at or before %s", c.a, c.b, got, p)
+			}
+		}
+	}
+	if _, err := Earliest(maria("0-1-5"), maria("1-1-5")); err == nil {
+		t.Error("two GTID sets of different domains have an earliest position")
+	}
+}

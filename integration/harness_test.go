@@ -309,7 +309,13 @@ func gtidPos(t *testing.T, server *testenv.MariaDB) string {
 func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 	e.t.Helper()
 	target := gtidPos(e.t, e.server)
-	lk := e.openLake()
+	// Its own catalog connection, closed on return: a test may replace
+	// the catalog's files afterwards (TestCatalogRestoredFromBackup).
+	lk, err := lake.Open(context.Background(), e.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer lk.Close()
 	deadline := time.Now().Add(timeout)
 	for {
 		ck, ok, err := lk.LoadCheckpoint(context.Background())

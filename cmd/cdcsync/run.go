@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -328,6 +329,34 @@ func (d *daemon) session(ctx context.Context) error {
 		clean[id] = true
 	}
 	start := ckpt.Pos
+	// The tables' own committed positions are the truth, the checkpoint
+	// only an optimisation: a table behind it (its catalog restored from a
+	// backup, a checkpoint from elsewhere) is replayed from its own
+	// position, never skipped, so the stream starts at or before the
+	// oldest of them.
+	if haveCkpt {
+		var behind []string
+		for id, c := range committed {
+			if !c.Found || clean[id] {
+				continue
+			}
+			if ok, err := c.Pos.Includes(start); err != nil {
+				return exitError{1, fmt.Errorf("compare the committed position of %s with the pipeline checkpoint: %w", id, err)}
+			} else if ok {
+				continue
+			}
+			if start, err = cdcsync.Earliest(start, c.Pos); err != nil {
+				return exitError{1, fmt.Errorf("%s is behind the pipeline checkpoint (%s) at %s and the stream cannot start before both: %w; "+
+					"resync the table (cdcsync resync %s)", id, ckpt.Pos, c.Pos, err, id)}
+			}
+			behind = append(behind, id.String()+" at "+c.Pos.String())
+		}
+		if len(behind) > 0 {
+			sort.Strings(behind)
+			log.Warn("tables are behind the pipeline checkpoint (a catalog restored from a backup?): the stream starts before them and replays what they lack",
+				"checkpoint", ckpt.Pos.String(), "start", start.String(), "tables", strings.Join(behind, ", "))
+		}
+	}
 	if !haveCkpt {
 		if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: horizon, Time: time.Now()}); err != nil {
 			return exitError{1, err}

@@ -99,7 +99,9 @@ func TestEarliest(t *testing.T) {
 	const u1, u2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "4e11fa47-71ca-11e1-9e33-c80aa9429562"
 	maria := func(s string) Position { return Position{Flavor: FlavorMariaDB, GTIDSet: s} }
 	my := func(s string) Position { return Position{Flavor: FlavorMySQL, GTIDSet: s} }
-	file := func(f string, o uint32) Position { return Position{Flavor: FlavorMariaDB, File: f, Offset: o, ServerUUID: "s"} }
+	file := func(f string, o uint32) Position {
+		return Position{Flavor: FlavorMariaDB, File: f, Offset: o, ServerUUID: "s"}
+	}
 	for _, c := range []struct {
 		a, b, want Position
 	}{

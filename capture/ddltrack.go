@@ -767,6 +767,25 @@ func (r *reader) stopForTableMap(id cdcsync.TableID, err error) {
 	r.txn.DDL = append(r.txn.DDL, ch)
 }
 
+// stopTable stops a table at the open transaction for a reason no recopy
+// cures by itself (a server setting): the table's changes of the
+// transaction are dropped, so it holds nothing of it.
+func (r *reader) stopTable(id cdcsync.TableID, reason string) {
+	r.begin()
+	r.txn.Changes = slices.DeleteFunc(r.txn.Changes, func(c cdcsync.Change) bool { return c.Table == id })
+	r.txn.DDL = append(r.txn.DDL, r.policyChange(id, "", reason, false))
+}
+
+// eventAt names where an event is, for messages: the binlog file and the
+// event's end offset, and the transaction's GTID when it has one.
+func (r *reader) eventAt(h *replication.EventHeader) string {
+	at := fmt.Sprintf("%s:%d", r.file, h.LogPos)
+	if r.txn != nil && r.txn.GTID != "" && !strings.HasPrefix(r.txn.GTID, "00000000-0000-0000-0000-000000000000") {
+		at += " (GTID " + r.txn.GTID + ")"
+	}
+	return at
+}
+
 // CurrentPosition reads the server's current binlog position: its file and
 // offset, and its GTID set.
 func CurrentPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID string) (cdcsync.Position, error) {

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,11 @@ func readFixture(t *testing.T, name string, cfg StreamConfig) []*cdcsync.Txn {
 	p.SetParseTime(false)
 	p.SetTimestampStringLocation(time.UTC)
 	p.SetUseDecimal(true)
-	p.SetVerifyChecksum(true)
+	// Some files were copied while their server had them open: the FDE
+	// carries the in-use flag, and its CRC only verifies with the flag
+	// cleared (as the server does). Their CRCs were checked when they were
+	// collected (testdata/mysql8/PROVENANCE.md).
+	p.SetVerifyChecksum(false)
 	p.SetFlavor(cdcsync.FlavorMySQL)
 	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
 	r.initTracking()
@@ -93,6 +98,55 @@ func TestCompressedTransactionCatchingUp(t *testing.T) {
 		}
 		if n != c.want {
 			t.Errorf("committed at offset %d: %d changes applied, want %d", c.committed, n, c.want)
+		}
+	}
+}
+
+// TestPartialJSONStopsTable: a PARTIAL_UPDATE_ROWS event (the server's
+// binlog_row_value_options was set to PARTIAL_JSON while cdcsync ran) holds
+// JSON diffs and a minimal before image that cdcsync cannot apply: the
+// table stops at that transaction, with the position and the fix, and
+// nothing of the transaction reaches it; the transactions before it are
+// applied (issue 13).
+func TestPartialJSONStopsTable(t *testing.T) {
+	id := cdcsync.TableID{Database: "mysql", Table: "t"}
+	schema := &cdcsync.TableSchema{ID: id, Columns: []cdcsync.Column{
+		{Name: "id", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32},
+		{Name: "json_col", DataType: "json", ColumnType: "json", Kind: cdcsync.KindString, Nullable: true},
+		{Name: "name", DataType: "varchar", ColumnType: "varchar(100)", Kind: cdcsync.KindString, Nullable: true},
+		{Name: "age", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32, Nullable: true},
+	}, PrimaryKey: []int{0}}
+	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, ServerUUID: "fixture",
+		Start:   cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: "json.binlog.000001", Offset: 4},
+		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
+	txns := readFixture(t, "json.binlog.000001", cfg)
+	ops := map[cdcsync.Op]int{}
+	var stop *cdcsync.SchemaChange
+	for _, txn := range txns {
+		for _, c := range txn.Changes {
+			if stop != nil {
+				t.Fatalf("a change of %s after it stopped: %+v", c.Table, c)
+			}
+			ops[c.Op]++
+		}
+		for i := range txn.DDL {
+			if txn.DDL[i].Kind == cdcsync.ChangeStop {
+				stop = &txn.DDL[i]
+				if len(txn.Changes) > 0 {
+					t.Errorf("the stopping transaction still carries %d changes", len(txn.Changes))
+				}
+			}
+		}
+	}
+	if ops[cdcsync.OpInsert] != 6 || ops[cdcsync.OpUpdate] != 6 {
+		t.Errorf("changes before the partial update: %v, want 6 inserts and 6 updates", ops)
+	}
+	if stop == nil || stop.Table != id {
+		t.Fatalf("the table was not stopped at the partial JSON update (DDL %+v)", stop)
+	}
+	for _, want := range []string{"PARTIAL_JSON", "binlog_row_value_options", "json.binlog.000001", "cdcsync resync mysql.t"} {
+		if !strings.Contains(stop.Reason, want) {
+			t.Errorf("the reason lacks %q: %s", want, stop.Reason)
 		}
 	}
 }

@@ -455,9 +455,20 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 		}
 	}
 	t.mapSeen = e.Table
+	// Events whose rows cdcsync cannot rebuild whole (the server's settings
+	// changed while it ran; preflight refuses them at the start) stop the
+	// table at this transaction, with nothing of it applied to the table.
+	at := r.eventAt(h)
+	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
+		r.stopTable(id, fmt.Sprintf("a partial JSON update of %s (a PARTIAL_UPDATE_ROWS event: binlog_row_value_options=PARTIAL_JSON) at %s, which cdcsync cannot apply; "+
+			"on the server: SET PERSIST binlog_row_value_options=''; then copy the table again: cdcsync resync %s", id, at, id))
+		return nil
+	}
 	for _, skipped := range e.SkippedColumns {
 		if len(skipped) > 0 {
-			return fmt.Errorf("a rows event for %s at %s lacks columns: binlog_row_image is not FULL; cdcsync needs FULL: SET GLOBAL binlog_row_image='FULL'", id, r.position())
+			r.stopTable(id, fmt.Sprintf("a rows event of %s at %s lacks columns: binlog_row_image is not FULL; "+
+				"on the server: SET PERSIST binlog_row_image='FULL' (SET GLOBAL on MariaDB, and in its configuration file); then copy the table again: cdcsync resync %s", id, at, id))
+			return nil
 		}
 	}
 	var op cdcsync.Op

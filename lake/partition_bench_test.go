@@ -11,60 +11,78 @@ import (
 	"github.com/cdcsync/cdcsync"
 )
 
-// BenchmarkCommitFinePartitions is the shape of issue 23: an orders table
-// partitioned day(created_at) x bucket(8, id) whose rows span ten years,
-// and epochs of 2,000 updates of random old orders, so that nearly every
-// key of an epoch is a partition of its own. One op is one epoch commit;
-// files/epoch counts the data and delete files the epoch adds.
-func BenchmarkCommitFinePartitions(b *testing.B) {
-	ctx := context.Background()
+// fineTable is the table of issue 23: orders partitioned day(created_at) x
+// bucket(8, id), 50,000 rows over ten years, copied in one commit.
+type fineTable struct {
+	tb    *Table
+	r     *rand.Rand
+	model []cdcsync.Row // by id
+	epoch int64
+}
+
+const fineRows = 50_000
+
+func newFineTable(b *testing.B) *fineTable {
+	b.Helper()
 	lk := openLake(b, partitionedConfig(b, b.TempDir(), "", "day(created_at)", "bucket(8, id)"))
-	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	tb, err := lk.EnsureTable(context.Background(), ordersSchema())
 	if err != nil {
 		b.Fatal(err)
 	}
-	const tableRows, perEpoch = 50_000, 2_000
-	r := rand.New(rand.NewPCG(23, 23))
-	model := make([]cdcsync.Row, tableRows+1)
+	f := &fineTable{tb: tb, r: rand.New(rand.NewPCG(23, 23)), model: make([]cdcsync.Row, fineRows+1)}
 	var rows []cdcsync.Row
-	for id := int64(1); id <= tableRows; id++ {
-		model[id] = orderRow(id, r.Int64N(3650), "v0")
-		rows = append(rows, model[id])
+	for id := int64(1); id <= fineRows; id++ {
+		f.model[id] = orderRow(id, f.r.Int64N(3650), "v0")
+		rows = append(rows, f.model[id])
 	}
-	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+	f.commit(b, nil, rows)
+	return f
+}
+
+func (f *fineTable) commit(b *testing.B, dels, rows []cdcsync.Row) {
+	b.Helper()
+	f.epoch++
+	if err := f.tb.Commit(context.Background(), Epoch{Number: f.epoch, Pos: pos(f.epoch)}, dels, rows, nil); err != nil {
 		b.Fatal(err)
 	}
-	epoch := int64(1)
+}
+
+// updateEpoch commits an epoch of n updates of random old orders, in place:
+// nearly every key is a partition of its own.
+func (f *fineTable) updateEpoch(b *testing.B, n int) {
+	b.Helper()
+	var dels, ups []cdcsync.Row
+	seen := map[int64]bool{}
+	for len(ups) < n {
+		id := 1 + f.r.Int64N(fineRows)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		dels = append(dels, f.model[id])
+		f.model[id] = cdcsync.Row{id, f.model[id][1], "v1"}
+		ups = append(ups, f.model[id])
+	}
+	f.commit(b, dels, ups)
+}
+
+// BenchmarkCommitFinePartitions is one epoch commit of 2,000 updates to the
+// table of issue 23; files/epoch counts the data and delete files it adds.
+func BenchmarkCommitFinePartitions(b *testing.B) {
+	f := newFineTable(b)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
-	var files int
 	for i := 0; i < b.N; i++ {
-		var dels, ups []cdcsync.Row
-		seen := map[int64]bool{}
-		for len(ups) < perEpoch {
-			id := 1 + r.Int64N(tableRows)
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			dels = append(dels, model[id])
-			model[id] = cdcsync.Row{id, model[id][1], "v1"}
-			ups = append(ups, model[id])
-		}
-		epoch++
-		if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, ups, nil); err != nil {
-			b.Fatal(err)
-		}
-		s := tb.Iceberg().CurrentSnapshot()
-		files = int(atoiProp(s.Summary.Properties, "added-data-files") + atoiProp(s.Summary.Properties, "added-delete-files"))
+		f.updateEpoch(b, 2_000)
 	}
 	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, perEpoch, ms, elapsed, cpu, 0)
-	b.ReportMetric(float64(files), "files/epoch")
+	perRow(b, 2_000, ms, elapsed, cpu, 0)
+	s := f.tb.Iceberg().CurrentSnapshot()
+	b.ReportMetric(float64(atoiProp(s.Summary.Properties, "added-data-files")+atoiProp(s.Summary.Properties, "added-delete-files")), "files/epoch")
 }
 
 func atoiProp(p map[string]string, k string) int64 {
@@ -72,57 +90,29 @@ func atoiProp(p map[string]string, k string) int64 {
 	return n
 }
 
-// BenchmarkCompactFinePartitions compacts the table of
-// BenchmarkCommitFinePartitions after four epochs of 2,000 updates: four
-// global deletes, retired together, so every partition one of their rows
-// belongs to (about 7,900) is rewritten. One op is one Compact.
+// BenchmarkCompactFinePartitions compacts the table of issue 23 after four
+// epochs of 2,000 updates: four global deletes, retired together, so every
+// partition one of their rows belongs to (about 6,700) is rewritten. One op
+// is one Compact.
 func BenchmarkCompactFinePartitions(b *testing.B) {
 	ctx := context.Background()
-	const tableRows, perEpoch, epochs = 50_000, 2_000, 4
 	var elapsed, cpu time.Duration
 	var res CompactResult
 	for i := 0; i < b.N; i++ {
-		lk := openLake(b, partitionedConfig(b, b.TempDir(), "", "day(created_at)", "bucket(8, id)"))
-		tb, err := lk.EnsureTable(ctx, ordersSchema())
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := rand.New(rand.NewPCG(23, 23))
-		model := make([]cdcsync.Row, tableRows+1)
-		var rows []cdcsync.Row
-		for id := int64(1); id <= tableRows; id++ {
-			model[id] = orderRow(id, r.Int64N(3650), "v0")
-			rows = append(rows, model[id])
-		}
-		if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
-			b.Fatal(err)
-		}
-		for e := int64(2); e <= epochs+1; e++ {
-			var dels, ups []cdcsync.Row
-			seen := map[int64]bool{}
-			for len(ups) < perEpoch {
-				id := 1 + r.Int64N(tableRows)
-				if seen[id] {
-					continue
-				}
-				seen[id] = true
-				dels = append(dels, model[id])
-				model[id] = cdcsync.Row{id, model[id][1], "v1"}
-				ups = append(ups, model[id])
-			}
-			if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, dels, ups, nil); err != nil {
-				b.Fatal(err)
-			}
+		f := newFineTable(b)
+		for e := 0; e < 4; e++ {
+			f.updateEpoch(b, 2_000)
 		}
 		o := testOpts()
 		o.SmallFiles = 1 << 30 // only the deletes trigger
 		start, cpu0 := time.Now(), cpuNow()
-		if res, err = tb.Compact(ctx, o); err != nil {
+		var err error
+		if res, err = f.tb.Compact(ctx, o); err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(start)
 		cpu += cpuNow() - cpu0
-		if st := tb.Stats(); st.DeleteFiles != 0 {
+		if st := f.tb.Stats(); st.DeleteFiles != 0 {
 			b.Fatalf("%d delete files left after the compaction: %+v", st.DeleteFiles, res)
 		}
 	}

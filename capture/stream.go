@@ -489,7 +489,8 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	for i := 0; i+step <= len(e.Rows); i += step {
 		first, n, err := r.decodeRow(s, e.Rows[i])
 		if err != nil {
-			return err
+			r.stopForValue(id, s, h, e.Rows[i], err)
+			return nil
 		}
 		c := cdcsync.Change{Table: id, Op: op}
 		switch op {
@@ -500,7 +501,8 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 		case cdcsync.OpUpdate:
 			after, n2, err := r.decodeRow(s, e.Rows[i+1])
 			if err != nil {
-				return err
+				r.stopForValue(id, s, h, e.Rows[i+1], err)
+				return nil
 			}
 			c.Before, c.After = first, after
 			n += n2
@@ -514,9 +516,24 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int, error) {
 	row, err := r.cfg.Values.BinlogRow(s, raw, r.position())
 	if err != nil {
-		return nil, 0, fmt.Errorf("at %s: %w", r.position(), err)
+		return nil, 0, err
 	}
 	return row, row.MemSize(), nil
+}
+
+// stopForValue stops a table at the transaction holding a value it cannot
+// mirror (a zero date under types.zero_date: error, say): that table only,
+// with nothing of the transaction, naming the transaction, the row's
+// primary key and the value (err names the column and the value).
+func (r *reader) stopForValue(id cdcsync.TableID, s *cdcsync.TableSchema, h *replication.EventHeader, raw []any, err error) {
+	var key []string
+	for _, k := range s.PrimaryKey {
+		if k < len(raw) {
+			key = append(key, s.Columns[k].Name+"="+abbreviate(fmt.Sprint(raw[k]), 64))
+		}
+	}
+	r.stopTable(id, fmt.Sprintf("the row with primary key (%s) in the transaction at %s: %v; then copy the table again: cdcsync resync %s",
+		strings.Join(key, ", "), r.eventAt(h), err, id))
 }
 
 var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +

@@ -643,31 +643,65 @@ func typesBothNaN(a, b any) bool {
 	return ok1 && ok2 && math.IsNaN(x) && math.IsNaN(y)
 }
 
-// TestTypeZeroDateStops: with the default policies, a zero date stops
-// cdcsync with an error that names the table, the column, the value, the
-// binlog position and the setting that would mirror it.
+// TestTypeZeroDateStops: with the default policies, a zero date stops the
+// table it is in, with nothing of its transaction, and an error that names
+// the table, the column, the value, the transaction's GTID, the row's
+// primary key and the setting that would mirror it; the other tables go on,
+// and the table stays stopped after a restart (issue 13: the daemon exited
+// 1 on every restart, every other table stopped too).
 func TestTypeZeroDateStops(t *testing.T) {
 	const dbName = "it_zero_stop"
 	e := newEnv(t, dbName, envOptions{})
 	mustExec(t, "CREATE TABLE "+dbName+".t (id INT PRIMARY KEY, d DATE NOT NULL)")
+	mustExec(t, "CREATE TABLE "+dbName+".u (id INT PRIMARY KEY, v INT)")
 	mustExec(t, "INSERT INTO "+dbName+".t VALUES (1, '2024-01-01')")
+	mustExec(t, "INSERT INTO "+dbName+".u VALUES (1, 1)")
 	p := e.start()
 	e.waitCaughtUp(p, time.Minute)
 	conn := typesConn(t, db)
-	typesExec(t, conn, "SET SESSION sql_mode = ''", "INSERT INTO "+dbName+".t VALUES (2, '0000-00-00')")
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		t.Fatalf("cdcsync did not stop at the zero date; output:\n%s", p.output())
+	typesExec(t, conn, "SET SESSION sql_mode = ''",
+		"BEGIN", "INSERT INTO "+dbName+".t VALUES (3, '2024-03-03')", "INSERT INTO "+dbName+".t VALUES (2, '0000-00-00')",
+		"INSERT INTO "+dbName+".u VALUES (2, 2)", "COMMIT",
+		"INSERT INTO "+dbName+".u VALUES (3, 3)", "INSERT INTO "+dbName+".t VALUES (4, '2024-04-04')")
+	e.waitCaughtUp(p, time.Minute)
+	if p.exited() {
+		t.Fatalf("cdcsync exited at the zero date; output:\n%s", p.output())
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
+	e.assertMirrors("u")
 	out := p.output()
-	for _, w := range []string{`zero date "0000-00-00" in it_zero_stop.t.d cannot be stored in Iceberg`, "at mariadb:0-1-", "types.zero_date"} {
+	for _, w := range []string{`zero date \"0000-00-00\" in it_zero_stop.t.d cannot be stored in Iceberg`, "(GTID 0-1-", "primary key (id=2)",
+		"types.zero_date", "cdcsync resync it_zero_stop.t", "cdcsync stopped mirroring it_zero_stop.t"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
+	}
+	// t keeps what it had before the transaction: not row 3 of the same
+	// transaction, not row 4 after it.
+	lk := e.openLake()
+	tbl, err := lk.LoadTable(context.Background(), lk.Identifier(dbName, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := lake.ReadRows(context.Background(), tbl, e.mysqlSchema("t"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0][0] != int32(1) {
+		t.Errorf("the stopped table holds %v, want row 1 only", rows)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	if out, _ := runCLI(t, "tables", "--config", e.cfgPath); !strings.Contains(out, "stopped") {
+		t.Errorf("cdcsync tables does not show the table stopped:\n%s", out)
+	}
+	// After a restart it stays stopped and u goes on.
+	p = e.start()
+	mustExec(t, "INSERT INTO "+dbName+".u VALUES (4, 4)")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("u")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
 	}
 }
 

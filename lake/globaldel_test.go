@@ -162,3 +162,56 @@ func rowPartition(t *testing.T, tb *Table, r cdcsync.Row) string {
 	}
 	return partKey(int32(tb.part.spec.ID()), vals)
 }
+
+// TestCompactCrowdedPartitions: epochs that add a small file to each of
+// hundreds of partitions, never reaching a partition's own small_files
+// threshold, still get the table compacted back to a file a partition once
+// its data files outnumber twice its partitions (issue 23: a finely
+// partitioned table reached 172,859 files for 100,000 rows).
+func TestCompactCrowdedPartitions(t *testing.T) {
+	ctx := context.Background()
+	lk := openLake(t, partitionedConfig(t, t.TempDir(), "", "day(created_at)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const days = 300
+	model := map[int64]cdcsync.Row{}
+	for e := int64(1); e <= 3; e++ {
+		var rows []cdcsync.Row
+		for d := int64(0); d < days; d++ {
+			id := e*1000 + d
+			model[id] = orderRow(id, d, "v")
+			rows = append(rows, model[id])
+		}
+		if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, nil, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := testOpts()
+	o.SmallFiles = 10
+	if st := tb.Stats(); st.DataFiles != 3*days {
+		t.Fatalf("%d data files before, want %d", st.DataFiles, 3*days)
+	}
+	res, err := tb.Compact(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+	if st := tb.Stats(); st.DataFiles != days {
+		t.Fatalf("%d data files after the compaction (%+v), want %d: one a partition", st.DataFiles, res, days)
+	}
+	// At twice the partitions or fewer, nothing is rewritten.
+	var rows []cdcsync.Row
+	for d := int64(0); d < days; d++ {
+		id := 9000 + d
+		model[id] = orderRow(id, d, "w")
+		rows = append(rows, model[id])
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 4, Pos: pos(4)}, nil, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := tb.Compact(ctx, o); err != nil || res.RewrittenFiles != 0 {
+		t.Fatalf("a table of two files a partition was compacted: %+v, %v", res, err)
+	}
+}

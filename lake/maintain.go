@@ -422,9 +422,15 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 		p.tasks = append(p.tasks, tk)
 		p.carries = append(p.carries, len(eq)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0)
 	}
+	// A table whose data files outnumber twice its partitions (and
+	// small_files) compacts every partition with two small files or more:
+	// on a finely partitioned table each epoch adds a file to every
+	// partition it touches, and readers open each one, so the per-partition
+	// threshold alone let a 100,000-row table reach 172,859 files (issue 23).
+	crowded := len(tasks) > max(2*len(parts), o.SmallFiles)
 	var hot []*partition
 	for _, k := range order {
-		if p := parts[k]; p.triggered(o) {
+		if p := parts[k]; p.triggered(o) || (crowded && p.small >= 2) {
 			hot = append(hot, p)
 		}
 	}

@@ -121,3 +121,45 @@ func BenchmarkCompactFinePartitions(b *testing.B) {
 	b.ReportMetric(float64(res.Partitions), "partitions")
 	b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*max(res.Partitions, 1)), "µs/partition")
 }
+
+// BenchmarkWriteSmallFilesWide writes the bench harness's 15-column rows
+// two to a file (bucket(2000, id) over 4,000 rows): the per-file cost of an
+// epoch on a finely partitioned table, for each Parquet codec.
+func BenchmarkWriteSmallFilesWide(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	cfg := loadConfig(b, dir+"/c.yaml", "pipeline: bench\nsource:\n  user: u\n  server_id: 7\n  include: [\"bench.*\"]\nwarehouse:\n  location: "+dir+
+		"/warehouse\ncatalog:\n  sql:\n    dsn: "+dir+"/catalog.db\ntables:\n  - match: bench.t\n    partition: [\"bucket(2000, id)\"]\n")
+	lk := openLake(b, cfg)
+	tb, err := lk.EnsureTable(ctx, benchSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := benchRows(4000)
+	for _, codec := range []string{"zstd", "snappy", "uncompressed"} {
+		b.Run(codec, func(b *testing.B) {
+			tx := tb.Iceberg().NewTransaction()
+			if err := tx.SetProperties(map[string]string{"write.parquet.compression-codec": codec}); err != nil {
+				b.Fatal(err)
+			}
+			next, err := tx.Commit(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tb.setCurrent(next)
+			b.ResetTimer()
+			start, cpu0 := time.Now(), cpuNow()
+			var files int
+			for i := 0; i < b.N; i++ {
+				fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				files = len(fs)
+			}
+			elapsed, cpu := time.Since(start), cpuNow()-cpu0
+			b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*files), "µs/file")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*files), "cpu-µs/file")
+		})
+	}
+}

@@ -40,8 +40,9 @@ type Table struct {
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
 	// The files of an epoch commit: data files under the table's partition
 	// spec, equality delete files, and the process's open-file budget. On
-	// a partitioned table the equality deletes are global (see
-	// globalDeletes); else, or on a table without an unpartitioned spec,
+	// a partitioned table the equality deletes are global (see "Global
+	// equality deletes" below); else, or on a table without an
+	// unpartitioned spec,
 	// they hold the key columns only and go to the partition of delOut's
 	// partition sources.
 	dataFile, eqFile *fileOut

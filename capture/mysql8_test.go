@@ -150,3 +150,39 @@ func TestPartialJSONStopsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestTaggedGTID: a MySQL 8.4+ tagged GTID (uuid:tag:N, a
+// GTID_TAGGED_LOG_EVENT) names its transaction, enters the stream's GTID
+// set, and a committed position holding it covers the transaction (issue
+// 13: the event was ignored, so the transaction carried no GTID).
+func TestTaggedGTID(t *testing.T) {
+	id := cdcsync.TableID{Database: "test", Table: "orders"}
+	schema := &cdcsync.TableSchema{ID: id, Columns: []cdcsync.Column{
+		{Name: "id", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32},
+		{Name: "qty", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32, Nullable: true},
+		{Name: "price", DataType: "decimal", ColumnType: "decimal(10,2)", Kind: cdcsync.KindDecimal, Nullable: true, Precision: 10, Scale: 2},
+	}, PrimaryKey: []int{0}}
+	const uuid = "55778904-0299-11f1-b1b8-4ef0c4956feb"
+	start := cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: uuid + ":1-13:mytag:1-2"}
+	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, Start: start, Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
+	txns := readFixture(t, "binlog_transaction_with_GTID_TAG.000001", cfg)
+	if len(txns) != 1 || len(txns[0].Changes) != 1 {
+		t.Fatalf("%d transactions, want the one tagged transaction with its insert", len(txns))
+	}
+	txn := txns[0]
+	if txn.GTID != uuid+":mytag:3" {
+		t.Errorf("GTID %q, want %s:mytag:3", txn.GTID, uuid)
+	}
+	if got := txn.Changes[0].After; got[0] != int32(3) || got[1] != int32(100) {
+		t.Errorf("row %v, want id 3, qty 100", got)
+	}
+	if covered, err := start.Covers(txn); err != nil || covered {
+		t.Errorf("the start position covers the new transaction: %v, %v", covered, err)
+	}
+	if covered, err := txn.Pos.Covers(txn); err != nil || !covered {
+		t.Errorf("its own position %s does not cover it: %v, %v", txn.Pos, covered, err)
+	}
+	if ok, err := txn.Pos.Includes(start); err != nil || !ok {
+		t.Errorf("its position %s does not include the start %s: %v", txn.Pos, start, err)
+	}
+}

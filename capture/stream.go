@@ -371,11 +371,9 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		r.txn = &cdcsync.Txn{GTID: fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)}
 		r.inTxn = !e.IsStandalone()
 	case *replication.GTIDEvent:
-		next, err := e.GTIDNext()
-		if err != nil {
-			return nil, fmt.Errorf("decode GTID event at %s: %w", r.position(), err)
-		}
-		r.txn = &cdcsync.Txn{GTID: next.String()}
+		return nil, r.mysqlGTID(e)
+	case *replication.GtidTaggedLogEvent: // MySQL 8.4+: uuid:tag:N
+		return nil, r.mysqlGTID(&e.GTIDEvent)
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
 		switch strings.ToUpper(q) {
@@ -430,6 +428,16 @@ func (r *reader) payload(h *replication.EventHeader, e *replication.TransactionP
 			"set binlog_transaction_compression=OFF on the server, then resync the tables it touches", r.file, h.LogPos, len(e.Events), e.UncompressedSize)
 	}
 	return done, nil
+}
+
+// mysqlGTID opens the transaction a MySQL GTID event starts.
+func (r *reader) mysqlGTID(e *replication.GTIDEvent) error {
+	next, err := e.GTIDNext()
+	if err != nil {
+		return fmt.Errorf("decode GTID event at %s: %w", r.position(), err)
+	}
+	r.txn = &cdcsync.Txn{GTID: next.String()}
+	return nil
 }
 
 func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) error {

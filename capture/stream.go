@@ -60,6 +60,10 @@ func (c *StreamConfig) logf(msg string, args ...any) {
 // caller may restart from its committed position.
 var ErrDisconnected = errors.New("lost the connection to the source")
 
+// ErrPositionLost means the server no longer has the binlog the stream
+// must start from (purged): no reconnect cures it.
+var ErrPositionLost = errors.New("the binlog position cdcsync needs is no longer on the server")
+
 // ErrNewTable means a table matching the include patterns was created; the
 // caller restarts the pipeline so the table is copied and streamed.
 var ErrNewTable = errors.New("a new table matches the include patterns")
@@ -107,6 +111,11 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		var lost *lostConnection
 		if !errors.As(err, &lost) {
 			return err
+		}
+		if positionLost(lost.err) {
+			return fmt.Errorf("%w: %s:%d does not have %s any more (%v): the changes since were purged before cdcsync read them; "+
+				"copy the tables again (cdcsync resync --config FILE --offline DB.TABLE for each table; cdcsync tables lists them), then start cdcsync: it copies them from the server's current position",
+				ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
 		}
 		if read {
 			failed, streamed = 0, true
@@ -173,6 +182,18 @@ func reconnectable(err error) bool {
 		return false
 	}
 	return true
+}
+
+// positionLost says whether err is the server's refusal to send a binlog
+// position it no longer has (ERROR 1236 from a purged binlog or GTID).
+func positionLost(err error) bool {
+	var my *mysql.MyError
+	if !errors.As(err, &my) || my.Code != mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+		return false
+	}
+	m := strings.ToLower(my.Message)
+	return strings.Contains(m, "purged") || strings.Contains(m, "could not find") || strings.Contains(m, "not find first log") ||
+		strings.Contains(m, "no longer") || strings.Contains(m, "gtid")
 }
 
 // Server error codes go-mysql does not name: MariaDB's

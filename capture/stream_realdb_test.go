@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -244,4 +245,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStreamPositionLost: a start position whose binlog the server purged
+// ends the stream at once with ErrPositionLost and the recovery, in GTID
+// and file/offset mode (issue 14: ERROR 1236 was retried for ever as a lost
+// connection).
+func TestStreamPositionLost(t *testing.T) {
+	db := rdbStart(t)
+	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, root, "CREATE DATABASE pl", "CREATE TABLE pl.t (id INT PRIMARY KEY)", "INSERT INTO pl.t VALUES (1)")
+	gtid := rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
+	r, err := root.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, off := connText(r.Values[0][0]), uint32(r.Values[0][1].AsUint64())
+	rdbExec(t, root, "INSERT INTO pl.t VALUES (2)", "FLUSH BINARY LOGS", "INSERT INTO pl.t VALUES (3)")
+	now := rdbQueryString(t, root, "SHOW MASTER STATUS")
+	rdbExec(t, root, "PURGE BINARY LOGS TO '"+now+"'")
+	for _, start := range []cdcsync.Position{
+		{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtid},
+		{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"},
+	} {
+		cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := Stream(ctx, cfg, make(chan *cdcsync.Txn, 16))
+		cancel()
+		if !errors.Is(err, ErrPositionLost) || errors.Is(err, ErrDisconnected) {
+			t.Errorf("from %s: Stream returned %v, want ErrPositionLost (and not a lost connection)", start, err)
+			continue
+		}
+		for _, want := range []string{"1236", "cdcsync resync"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("from %s: the error lacks %q: %v", start, want, err)
+			}
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
 // TestCatalogRestoredFromBackup: with cdcsync stopped, the SQLite catalog
@@ -88,5 +90,83 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPurgedPositionExits: when the binlog cdcsync needs was purged while
+// it was stopped, run exits 1 at once with the server's error and the
+// recovery instead of retrying for ever as a lost connection; after
+// `cdcsync resync --offline` of every table, the next run copies them
+// afresh from the server's current position (not the purged checkpoint)
+// and they equal MySQL (issue 14).
+func TestPurgedPositionExits(t *testing.T) {
+	server, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop()
+	const dbName = "it_purged"
+	e := newEnv(t, dbName, envOptions{server: server})
+	e.exec("CREATE TABLE " + dbName + ".a (id INT PRIMARY KEY, v INT)")
+	e.exec("CREATE TABLE " + dbName + ".b (id INT PRIMARY KEY, v INT)")
+	e.exec("INSERT INTO " + dbName + ".a VALUES (1, 1)")
+	p := e.start()
+	e.waitCaughtUp(p, time.Minute)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	e.exec("INSERT INTO " + dbName + ".a VALUES (2, 2)")
+	e.exec("INSERT INTO " + dbName + ".b VALUES (1, 1)")
+	e.exec("FLUSH BINARY LOGS")
+	r, err := server.Query("SHOW MASTER STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, _ := r.GetString(0, 0)
+	// The stopped daemon's dump thread may linger a moment, and MariaDB
+	// does not purge a binlog a dump thread reads.
+	for attempt := 0; ; attempt++ {
+		e.exec("PURGE BINARY LOGS TO '" + current + "'")
+		logs, err := server.Query("SHOW BINARY LOGS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if logs.RowNumber() == 1 {
+			break
+		}
+		if attempt == 50 {
+			t.Fatalf("the old binlogs are still there after PURGE BINARY LOGS TO '%s'", current)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	p = e.start()
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		t.Fatalf("cdcsync did not stop at the purged position; output:\n%s", p.output())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	for _, want := range []string{"1236", "no longer on the server", "cdcsync resync"} {
+		if !strings.Contains(p.output(), want) {
+			t.Errorf("output lacks %q:\n%s", want, p.output())
+		}
+	}
+
+	for _, tbl := range []string{"a", "b"} {
+		if out, code := runCLI(t, "resync", "--config", e.cfgPath, "--offline", dbName+"."+tbl); code != 0 {
+			t.Fatalf("resync %s exited %d:\n%s", tbl, code, out)
+		}
+	}
+	p = e.start()
+	e.exec("INSERT INTO " + dbName + ".b VALUES (2, 2)")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("a")
+	e.assertMirrors("b")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
 	}
 }

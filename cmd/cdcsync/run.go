@@ -102,6 +102,8 @@ func restartable(err error) bool {
 	switch {
 	case err == nil:
 		return true
+	case errors.Is(err, capture.ErrPositionLost):
+		return false
 	case errors.Is(err, capture.ErrDisconnected), errors.Is(err, capture.ErrNewTable), errors.Is(err, merge.ErrRestart):
 		return true
 	case errors.Is(err, merge.ErrCommit):
@@ -334,7 +336,11 @@ func (d *daemon) session(ctx context.Context) error {
 	// backup, a checkpoint from elsewhere) is replayed from its own
 	// position, never skipped, so the stream starts at or before the
 	// oldest of them.
-	if haveCkpt {
+	if haveCkpt && len(committed) > 0 && len(clean) == len(committed) {
+		// Every table starts a copy at the horizon (resync of them all,
+		// after a purged position): the checkpoint holds nothing they need.
+		start = horizon
+	} else if haveCkpt {
 		var behind []string
 		for id, c := range committed {
 			if !c.Found || clean[id] {

@@ -122,6 +122,7 @@ func streamReconnects(t *testing.T, host string, port int, mode string) {
 	kills := 0
 	var killErr error
 	startKilling, stopKilling, killDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	killing := true
 	go func() {
 		defer close(killDone)
 		<-startKilling
@@ -172,9 +173,9 @@ func streamReconnects(t *testing.T, host string, port int, mode string) {
 				t.Fatalf("a transaction arrived with %d rows, want 1 or %d: not whole", n, bigRows)
 			}
 			got += n
-			if got >= wantRows*4/5 && stopKilling != nil {
+			if got >= wantRows*4/5 && killing {
+				killing = false
 				close(stopKilling)
-				stopKilling = nil
 				<-killDone
 			}
 			if !loading && got >= stallRows {

@@ -104,7 +104,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	r.initTracking()
 	failed, streamed := 0, false
 	for {
-		read, err := r.follow(ctx, syncCfg, out)
+		read, progressed, err := r.follow(ctx, syncCfg, out)
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
@@ -117,8 +117,9 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 				"copy the tables again (cdcsync resync --config FILE --offline DB.TABLE for each table; cdcsync tables lists them), then start cdcsync: it copies them from the server's current position",
 				ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
 		}
-		if read {
-			failed, streamed = 0, true
+		streamed = streamed || read
+		if progressed {
+			failed = 0
 		}
 		failed++
 		// A first connection that never read is the caller's to report
@@ -141,9 +142,14 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	}
 }
 
-// reconnectAttempts is how many connections in a row Stream opens without
-// reading an event before it gives up and returns the error.
+// reconnectAttempts is how many connections in a row Stream opens that
+// fail before they make progress (send a transaction, or stay up for
+// healthyConnection) before it gives up and returns the error.
 const reconnectAttempts = 5
+
+// healthyConnection is how long a connection that sent no transaction (an
+// idle server) must last to count as progress.
+const healthyConnection = 5 * time.Second
 
 // reconnectBackoff is the wait before the nth connection attempt in a row:
 // none for the first (a dropped idle reader reconnects at once), then 1, 2,
@@ -205,8 +211,12 @@ const (
 
 // follow opens one binlog connection at the end of the last transaction
 // read and sends transactions until an error; read reports whether it got
-// any event. A failure of the connection comes back as *lostConnection.
-func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerConfig, out chan<- *cdcsync.Txn) (read bool, err error) {
+// any event, progressed whether it sent a transaction or lasted
+// healthyConnection. A failure of the connection comes back as
+// *lostConnection.
+func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerConfig, out chan<- *cdcsync.Txn) (read, progressed bool, err error) {
+	began := time.Now()
+	defer func() { progressed = progressed || time.Since(began) >= healthyConnection }()
 	cfg := r.cfg
 	syncer := replication.NewBinlogSyncer(syncCfg)
 	defer syncer.Close()
@@ -219,36 +229,37 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 			set, err = mysql.ParseMysqlGTIDSet(r.gtids)
 		}
 		if err != nil {
-			return false, fmt.Errorf("parse start GTID set %q: %w", r.gtids, err)
+			return false, false, fmt.Errorf("parse start GTID set %q: %w", r.gtids, err)
 		}
 		streamer, err = syncer.StartSyncGTID(set)
 	} else {
 		streamer, err = syncer.StartSync(mysql.Position{Name: r.file, Pos: r.pos})
 	}
 	if err != nil {
-		return false, &lostConnection{what: "start reading the binlog of", err: err}
+		return false, false, &lostConnection{what: "start reading the binlog of", err: err}
 	}
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return read, nil
+				return read, progressed, nil
 			}
-			return read, &lostConnection{what: "read the binlog of", err: err}
+			return read, progressed, &lostConnection{what: "read the binlog of", err: err}
 		}
 		read = true
 		txn, err := r.handle(ev)
 		if err != nil {
-			return read, err
+			return read, progressed, err
 		}
 		if txn != nil {
 			select {
 			case out <- txn:
+				progressed = progressed || !txn.Progress
 			case <-ctx.Done():
-				return read, nil
+				return read, progressed, nil
 			}
 			if r.restart != nil {
-				return read, r.restart
+				return read, progressed, r.restart
 			}
 		}
 	}

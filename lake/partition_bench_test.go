@@ -147,17 +147,7 @@ func BenchmarkWriteSmallFilesWide(b *testing.B) {
 				b.Fatal(err)
 			}
 			tb.setCurrent(next)
-			b.ResetTimer()
-			start, cpu0 := time.Now(), cpuNow()
-			var files int
-			for i := 0; i < b.N; i++ {
-				fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
-				if err != nil {
-					b.Fatal(err)
-				}
-				files = len(fs)
-			}
-			elapsed, cpu := time.Since(start), cpuNow()-cpu0
+			files, elapsed, cpu := benchWriteFiles(b, tb, rows)
 			b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*files), "µs/file")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*files), "cpu-µs/file")
 		})

@@ -595,9 +595,17 @@ func BenchmarkWriteManyPartitions(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
+	files, elapsed, cpu := benchWriteFiles(b, tb, rows)
+	perRow(b, len(rows), ms, elapsed, cpu, 0)
+	b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*files), "µs/file")
+}
+
+// benchWriteFiles writes rows as tb's data files b.N times and returns the
+// files of one write, the time and the CPU.
+func benchWriteFiles(b *testing.B, tb *Table, rows []cdcsync.Row) (files int, elapsed, cpu time.Duration) {
+	ctx := context.Background()
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
-	var files int
 	for i := 0; i < b.N; i++ {
 		fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
 		if err != nil {
@@ -605,8 +613,7 @@ func BenchmarkWriteManyPartitions(b *testing.B) {
 		}
 		files = len(fs)
 	}
-	elapsed, cpu := time.Since(start), cpuNow()-cpu0
+	elapsed, cpu = time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, len(rows), ms, elapsed, cpu, 0)
-	b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N*files), "µs/file")
+	return files, elapsed, cpu
 }

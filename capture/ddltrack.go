@@ -761,19 +761,17 @@ func sameTableMap(a, b *replication.TableMapEvent) bool {
 // its changes in the open transaction are dropped, and a ChangeStop is
 // recorded in it.
 func (r *reader) stopForTableMap(id cdcsync.TableID, err error) {
-	r.begin()
-	r.txn.Changes = slices.DeleteFunc(r.txn.Changes, func(c cdcsync.Change) bool { return c.Table == id })
-	ch := r.policyChange(id, "", fmt.Sprintf("a rows event at %s does not match the table's schema: %v", r.position(), err), true)
-	r.txn.DDL = append(r.txn.DDL, ch)
+	r.stopTable(id, fmt.Sprintf("a rows event at %s does not match the table's schema: %v", r.position(), err), true)
 }
 
-// stopTable stops a table at the open transaction for a reason no recopy
-// cures by itself (a server setting): the table's changes of the
-// transaction are dropped, so it holds nothing of it.
-func (r *reader) stopTable(id cdcsync.TableID, reason string) {
+// stopTable stops a table at the open transaction (or, with recopyOK and
+// ddl.incompatible: recopy, copies it again): the table's changes of the
+// transaction are dropped, so it holds nothing of it. recopyOK is false
+// for reasons a new copy does not cure (a server setting, a value).
+func (r *reader) stopTable(id cdcsync.TableID, reason string, recopyOK bool) {
 	r.begin()
 	r.txn.Changes = slices.DeleteFunc(r.txn.Changes, func(c cdcsync.Change) bool { return c.Table == id })
-	r.txn.DDL = append(r.txn.DDL, r.policyChange(id, "", reason, false))
+	r.txn.DDL = append(r.txn.DDL, r.policyChange(id, "", reason, recopyOK))
 }
 
 // eventAt names where an event is, for messages: the binlog file and the

@@ -501,13 +501,13 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	at := r.eventAt(h)
 	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
 		r.stopTable(id, fmt.Sprintf("a partial JSON update of %s (a PARTIAL_UPDATE_ROWS event: binlog_row_value_options=PARTIAL_JSON) at %s, which cdcsync cannot apply; "+
-			"on the server: SET PERSIST binlog_row_value_options=''; then copy the table again: cdcsync resync %s", id, at, id))
+			"on the server: SET PERSIST binlog_row_value_options=''; then copy the table again: cdcsync resync %s", id, at, id), false)
 		return nil
 	}
 	for _, skipped := range e.SkippedColumns {
 		if len(skipped) > 0 {
 			r.stopTable(id, fmt.Sprintf("a rows event of %s at %s lacks columns: binlog_row_image is not FULL; "+
-				"on the server: SET PERSIST binlog_row_image='FULL' (SET GLOBAL on MariaDB, and in its configuration file); then copy the table again: cdcsync resync %s", id, at, id))
+				"on the server: SET PERSIST binlog_row_image='FULL' (SET GLOBAL on MariaDB, and in its configuration file); then copy the table again: cdcsync resync %s", id, at, id), false)
 			return nil
 		}
 	}
@@ -573,7 +573,7 @@ func (r *reader) stopForValue(id cdcsync.TableID, s *cdcsync.TableSchema, h *rep
 		}
 	}
 	r.stopTable(id, fmt.Sprintf("the row with primary key (%s) in the transaction at %s: %v; then copy the table again: cdcsync resync %s",
-		strings.Join(key, ", "), r.eventAt(h), err, id))
+		strings.Join(key, ", "), r.eventAt(h), err, id), false)
 }
 
 var ddlTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*" +

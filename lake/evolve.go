@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -905,7 +903,7 @@ func scanByPartition(ctx context.Context, tbl *table.Table) (iter.Seq2[arrow.Rec
 	}
 	keys := make([]string, len(tasks))
 	for i, tk := range tasks {
-		keys[i] = partitionKeyOf(tk.File)
+		keys[i] = partitionKey(tk.File)
 	}
 	order := make([]int, len(tasks))
 	for i := range order {
@@ -931,15 +929,4 @@ func scanByPartition(ctx context.Context, tbl *table.Table) (iter.Seq2[arrow.Rec
 			}
 		}
 	}, nil
-}
-
-// partitionKeyOf identifies the partition (spec and values) of a file.
-func partitionKeyOf(f iceberg.DataFile) string {
-	p := f.Partition()
-	ids := slices.Sorted(maps.Keys(p))
-	vals := make([]any, len(ids))
-	for i, id := range ids {
-		vals[i] = p[id]
-	}
-	return string(appendPartitionKey([]byte(strconv.Itoa(int(f.SpecID()))+"/"), vals))
 }

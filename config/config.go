@@ -101,6 +101,11 @@ type Warehouse struct {
 	// partition count, an epoch's files are written partition after
 	// partition within it.
 	MaxOpenFiles int `yaml:"max_open_files"`
+	// RequestTimeout bounds how long one request to the warehouse or the
+	// catalog may go without an answer (a blackholed connection, a server
+	// that stopped): the request then fails and the commit is retried,
+	// for as long as the outage lasts. Default 30s.
+	RequestTimeout Duration `yaml:"request_timeout"`
 }
 
 // S3 configures access to S3-compatible object storage (AWS S3, MinIO, OSS).
@@ -236,6 +241,7 @@ const (
 	DefaultGCPercent         = 50
 	DefaultCommitConcurrency = 4
 	DefaultMaxOpenFiles      = 8
+	DefaultRequestTimeout    = 30 * time.Second
 	// MaxMaxOpenFiles keeps max_open_files well under the smallest common
 	// RLIMIT_NOFILE (1024).
 	MaxMaxOpenFiles        = 256
@@ -353,6 +359,7 @@ func (c *Config) applyDefaults() {
 	str("warehouse.location", &c.Warehouse.Location, DefaultLocation)
 	str("warehouse.s3.region", &c.Warehouse.S3.Region, DefaultRegion)
 	num("warehouse.max_open_files", &c.Warehouse.MaxOpenFiles, DefaultMaxOpenFiles)
+	dur("warehouse.request_timeout", &c.Warehouse.RequestTimeout, DefaultRequestTimeout)
 
 	cat := &c.Catalog
 	str("catalog.type", &cat.Type, CatalogSQL)

@@ -77,6 +77,7 @@ source:
 warehouse:
   location: s3://lake/cdc
   max_open_files: 16
+  request_timeout: 45s
   s3:
     endpoint: http://127.0.0.1:9000
     region: eu-west-1
@@ -161,7 +162,7 @@ var fullWant = Config{
 	Warehouse: Warehouse{Location: "s3://lake/cdc", S3: S3{
 		Endpoint: "http://127.0.0.1:9000", Region: "eu-west-1", PathStyle: true, AccessKeyID: "minioadmin",
 		SecretAccessKey: "s3-secret-value", SessionToken: "s3-session-token", CAFile: "/etc/cdcsync/minio-ca.pem",
-	}, MaxOpenFiles: 16},
+	}, MaxOpenFiles: 16, RequestTimeout: Duration{45 * time.Second}},
 	Catalog: Catalog{Type: "sql", Name: "lake",
 		SQL:  SQLCatalog{Driver: "postgres", DSN: "postgres://iceberg:pg-secret@pg:5432/iceberg"},
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
@@ -251,7 +252,7 @@ func TestDefaults(t *testing.T) {
 		Pipeline: "cdcsync",
 		Source: Source{Host: "127.0.0.1", Port: 3306, User: "cdcsync", ServerID: 4242, Include: []string{"shop.*"},
 			ConnectTimeout: Duration{10 * time.Second}, TLS: TLS{Mode: "disabled"}},
-		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}, MaxOpenFiles: 8},
+		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}, MaxOpenFiles: 8, RequestTimeout: Duration{30 * time.Second}},
 		Catalog:   Catalog{Type: "sql", Name: "cdcsync", SQL: SQLCatalog{Driver: "sqlite", DSN: "./catalog.db"}},
 		Epoch:     Epoch{Interval: Duration{5 * time.Second}, MaxRows: 200000, MaxBytes: 128 << 20, CommitConcurrency: 4},
 		Snapshot:  Snapshot{ChunkRows: 20000, Workers: 2},
@@ -435,6 +436,7 @@ func TestValidationErrors(t *testing.T) {
 		{"rest bad uri", "catalog:\n  type: rest\n  rest:\n    uri: localhost:8181\n", []string{`line 4: catalog.rest.uri "localhost:8181" is not an http(s) URL`}},
 		{"bad catalog name", "catalog:\n  name: my.cat\n", []string{`line 2: catalog.name "my.cat" is not valid`}},
 		{"max_open_files zero", "warehouse:\n  max_open_files: 0\n", []string{`line 2: warehouse.max_open_files must be between 1 and 256 files written at once (got 0), e.g. max_open_files: 8`}},
+		{"request_timeout too short", "warehouse:\n  request_timeout: 10ms\n", []string{`line 2: warehouse.request_timeout must be between 1s and 1h (got 10ms), e.g. request_timeout: 30s`}},
 		{"max_open_files too many", "warehouse:\n  max_open_files: 5000\n", []string{`line 2: warehouse.max_open_files must be between 1 and 256 files written at once (got 5000)`}},
 		{"epoch not positive", "epoch:\n  interval: 0s\n  max_rows: 0\n  max_bytes: -1\n  commit_concurrency: -2\nsnapshot:\n  chunk_rows: 0\n  workers: 65\n", []string{
 			`line 2: epoch.interval must be positive (got 0s)`,

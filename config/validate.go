@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // problems collects validation errors, each located at the line of its key
@@ -140,6 +141,9 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Warehouse.MaxOpenFiles; n <= 0 || n > MaxMaxOpenFiles {
 		p.add("warehouse.max_open_files", "warehouse.max_open_files must be between 1 and %d files written at once (got %d), e.g. max_open_files: %d", MaxMaxOpenFiles, n, DefaultMaxOpenFiles)
+	}
+	if d := c.Warehouse.RequestTimeout.Duration; d < time.Second || d > time.Hour {
+		p.add("warehouse.request_timeout", "warehouse.request_timeout must be between 1s and 1h (got %s), e.g. request_timeout: 30s", d)
 	}
 	if e.CommitConcurrency <= 0 {
 		p.add("epoch.commit_concurrency", "epoch.commit_concurrency must be a positive number of tables committed in parallel (got %d), e.g. commit_concurrency: 4", e.CommitConcurrency)

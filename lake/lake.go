@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -25,7 +26,8 @@ import (
 
 	// Register the s3:// file IO and the database/sql drivers of the SQL catalog.
 	_ "github.com/apache/iceberg-go/io/gocloud"
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
 	"github.com/cdcsync/cdcsync/config"
@@ -49,8 +51,9 @@ type Lake struct {
 	cfg       *config.Config
 	warehouse string // URL of the warehouse root
 	ioProps   iceberg.Properties
-	aws       *aws.Config // set when the S3 endpoint needs a private CA
+	aws       *aws.Config // the S3 client's settings (timeouts, a private CA); nil for a local warehouse
 	log       *slog.Logger
+	release   func() // forgets the catalog's registered connection settings
 	// files is the budget of files written at once, shared by every table
 	// (warehouse.max_open_files): a slot is held while a file is open.
 	files chan struct{}
@@ -69,11 +72,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 			return nil, fmt.Errorf("create warehouse directory: %w", err)
 		}
 	}
-	awsCfg, err := s3Config(ctx, &cfg.Warehouse.S3)
-	if err != nil {
-		return nil, err
-	}
-	if awsCfg != nil {
+	var awsCfg *aws.Config
+	if !strings.HasPrefix(wh, "file://") {
+		if awsCfg, err = s3Config(ctx, &cfg.Warehouse.S3, cfg.Warehouse.RequestTimeout.Duration); err != nil {
+			return nil, err
+		}
 		ctx = utils.WithAwsConfig(ctx, awsCfg)
 	}
 	props := iceberg.Properties{"warehouse": wh}
@@ -81,16 +84,17 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 		props[k] = v
 	}
 	var cat catalog.Catalog
+	release := func() {}
 	switch cfg.Catalog.Type {
 	case "rest":
 		cat, err = openREST(ctx, cfg, props)
 	default:
-		cat, err = openSQL(ctx, cfg, props)
+		cat, release, err = openSQL(ctx, cfg, props)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Lake{cat: cat, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
+	return &Lake{cat: cat, release: release, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
 		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles))}, nil
 }
 
@@ -115,13 +119,33 @@ func s3Props(s *config.S3) iceberg.Properties {
 	return p
 }
 
-func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, error) {
+func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, func(), error) {
 	c := &cfg.Catalog.SQL
 	var driver, dsn string
 	var dialect sqlcat.SupportedDialect
+	release := func() {}
 	switch c.Driver {
 	case "postgres":
-		driver, dialect, dsn = "pgx", sqlcat.Postgres, c.DSN.Value()
+		pc, err := pgx.ParseConfig(c.DSN.Value())
+		if err != nil {
+			return nil, nil, fmt.Errorf("catalog.sql.dsn is not a PostgreSQL connection string (postgres://user:password@host:5432/db): %s",
+				redact(err.Error(), c.DSN.Value()))
+		}
+		if pc.ConnectTimeout == 0 {
+			pc.ConnectTimeout = dialTimeout
+		}
+		// Every read and write on the catalog's connections is bounded, so
+		// a server that vanished fails the commit instead of hanging it.
+		dial, timeout := pc.DialFunc, cfg.Warehouse.RequestTimeout.Duration
+		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil || timeout <= 0 {
+				return conn, err
+			}
+			return &idleConn{Conn: conn, timeout: timeout}, nil
+		}
+		driver, dialect, dsn = "pgx", sqlcat.Postgres, stdlib.RegisterConnConfig(pc)
+		release = func() { stdlib.UnregisterConnConfig(dsn) }
 	default:
 		// WAL and a busy timeout let `cdcsync cat` read while the daemon writes.
 		driver, dialect = "sqlite", sqlcat.SQLite
@@ -134,10 +158,11 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) 
 	props["type"] = "sql"
 	cat, err := catalog.Load(ctx, cfg.Catalog.Name, props)
 	if err != nil {
-		return nil, fmt.Errorf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",
-			c.Driver, cfg.Catalog.Name, redact(err.Error(), c.DSN.Value()))
+		release()
+		return nil, nil, redactedError{fmt.Sprintf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",
+			c.Driver, cfg.Catalog.Name, redact(err.Error(), c.DSN.Value())), err}
 	}
-	return cat, nil
+	return cat, release, nil
 }
 
 func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, error) {
@@ -152,7 +177,7 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties)
 	if v := r.Token.Value(); v != "" {
 		opts = append(opts, rest.WithOAuthToken(v))
 	}
-	opts = append(opts, rest.WithAdditionalProps(props))
+	opts = append(opts, rest.WithAdditionalProps(props), rest.WithCustomTransport(restTransport(cfg.Warehouse.RequestTimeout.Duration)))
 	cat, err := rest.NewCatalog(ctx, cfg.Catalog.Name, r.URI, opts...)
 	if err != nil {
 		msg := err.Error()
@@ -165,7 +190,7 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties)
 		for _, s := range restSecrets(r) {
 			msg = redact(msg, s)
 		}
-		return nil, fmt.Errorf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg)
+		return nil, redactedError{fmt.Sprintf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg), err}
 	}
 	return cat, nil
 }
@@ -181,6 +206,16 @@ func restSecrets(r *config.RESTCatalog) []string {
 	return out
 }
 
+// redactedError is an error whose message had secrets removed; it still
+// unwraps to the original, so that callers can classify it (Transient).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
 // redact removes a secret from a message produced by a library.
 func redact(msg, secret string) string {
 	if secret == "" {
@@ -191,6 +226,7 @@ func redact(msg, secret string) string {
 
 // Close releases the catalog's connections.
 func (l *Lake) Close() error {
+	defer l.release()
 	if c, ok := l.cat.(catalog.Closer); ok {
 		return c.Close()
 	}
@@ -211,6 +247,9 @@ func (l *Lake) Check(ctx context.Context) error {
 	}
 	probe := l.pipelineDir() + "/probe"
 	if err := fs.WriteFile(probe, []byte("ok")); err != nil {
+		if Transient(err) {
+			return fmt.Errorf("cannot reach the warehouse %s: %w; check that the storage is up and reachable (warehouse.s3.endpoint) and has room", l.warehouse, err)
+		}
 		return fmt.Errorf("cannot write to the warehouse %s: %w; check warehouse.location, the bucket and the credentials", l.warehouse, err)
 	}
 	if err := fs.Remove(probe); err != nil {

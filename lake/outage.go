@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -29,7 +28,7 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrConflict) || refused(err) {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	for _, e := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
@@ -81,7 +80,7 @@ func Transient(err error) bool {
 	// Some layers flatten the error they got into text.
 	msg := err.Error()
 	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "i/o timeout", "no space left on device",
-		"server closed the connection", "unexpected EOF", "timeout awaiting response headers", "database is locked"} {
+		"server closed the connection", "timeout awaiting response headers", "database is locked"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -111,7 +111,14 @@ type Options struct {
 	MaxBytes          int           // seal at this many bytes of changes
 	CommitConcurrency int           // tables committed in parallel
 	Retries           int           // attempts per table commit before giving up (default 5)
-	RetryBackoff      time.Duration // first backoff (default 1s), doubled each time
+	RetryBackoff      time.Duration // first backoff (default 1s), doubled each time up to 30s
+	// Transient, when set, recognises errors of an outage (storage or
+	// catalog unreachable, a full disk): a commit that fails with one is
+	// retried for as long as the outage lasts instead of Retries times,
+	// and Stalled reports it meanwhile.
+	Transient func(error) bool
+	// Quit ends the waits between retries: the daemon is shutting down.
+	Quit <-chan struct{}
 	ShutdownTimeout   time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
 	// Fault, when set, is called at named points of the protocol so tests can
 	// kill the process there. Never set in production.
@@ -152,6 +159,14 @@ type Pipeline struct {
 	pending   time.Time        // MySQL commit time of the oldest transaction read but not committed
 	openFirst time.Time        // MySQL commit time of the open epoch's first transaction (zero: none open)
 	progress  map[cdcsync.TableID]*CopyProgress
+	stalls    map[string]Stall // commits being retried through an outage, by what they commit
+}
+
+// Stall is a commit that an outage holds up.
+type Stall struct {
+	What  string    // what is being committed: a table, the checkpoint, a schema change
+	Since time.Time // when its first attempt failed
+	Err   error     // the last attempt's error
 }
 
 // Table is a selected table and, when it already holds data, the position
@@ -186,7 +201,7 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		stopped:   map[cdcsync.TableID]bool{},
 		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
 		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
-		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}}
+		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{}}
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
 		if !t.Committed.IsZero() {
@@ -421,20 +436,8 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 		}
 		epoch := p.nextEpoch
 		p.nextEpoch++
-		backoff := p.opts.RetryBackoff
-		var err error
-		for attempt := 1; ; attempt++ {
-			err = ds.ApplyDDL(ctx, epoch, t.Pos, ch)
-			if err == nil || errors.Is(err, ErrRestart) || IsPermanent(err) || attempt >= p.opts.Retries || ctx.Err() != nil {
-				break
-			}
-			p.log.Warn("applying a schema change failed; retrying", "table", ch.Table.String(), "change", ch.Kind.String(), "attempt", attempt, "error", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-			}
-			backoff *= 2
-		}
+		_, err := p.retry(ctx, "schema change of "+ch.Table.String(), func() error { return ds.ApplyDDL(ctx, epoch, t.Pos, ch) }, nil,
+			"table", ch.Table.String(), "change", ch.Kind.String())
 		if p.m != nil {
 			result := "ok"
 			if err != nil && !errors.Is(err, ErrRestart) {
@@ -591,7 +594,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	if p.opts.Fault != nil {
 		p.opts.Fault("before-checkpoint")
 	}
-	if err := p.sink.SaveCheckpoint(ctx, epoch, buf.End); err != nil {
+	if _, err := p.retry(ctx, "checkpoint", func() error { return p.sink.SaveCheckpoint(ctx, epoch, buf.End) }, nil, "epoch", epoch); err != nil {
 		return commitResult{err: fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)}
 	}
 	p.nextEpoch++
@@ -698,28 +701,99 @@ func (p *Pipeline) stopMaintenance() {
 }
 
 func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, d Delta) error {
-	epoch := d.Epoch
+	attempts, err := p.retry(ctx, id.String(), func() error { return p.sink.Commit(ctx, id, d) },
+		func(err error) { p.countCommit(id, "retry") }, "table", id.String(), "epoch", d.Epoch)
+	if err != nil {
+		p.countCommit(id, "failed")
+		return fmt.Errorf("commit epoch %d to %s (attempt %d): %w", d.Epoch, id, attempts, err)
+	}
+	p.countCommit(id, "ok")
+	return nil
+}
+
+// maxRetryBackoff caps the wait between two attempts while an outage lasts.
+const maxRetryBackoff = 30 * time.Second
+
+// retry runs op until it succeeds. An error that Options.Transient
+// recognises (an outage) is retried for as long as it lasts, with the
+// backoff doubling up to maxRetryBackoff, and the commit is reported by
+// Stalled meanwhile; any other error is retried until Retries attempts
+// failed. A permanent error, ErrRestart, the end of ctx and Options.Quit
+// end it at once. failed is called after every failed attempt that is
+// retried; attrs go to the log lines. It returns the attempts made.
+func (p *Pipeline) retry(ctx context.Context, what string, op func() error, failed func(error), attrs ...any) (int, error) {
 	backoff := p.opts.RetryBackoff
+	stalled := false
+	defer func() {
+		if stalled {
+			p.setStall(what, nil)
+		}
+	}()
 	for attempt := 1; ; attempt++ {
-		err := p.sink.Commit(ctx, id, d)
+		err := op()
 		if err == nil {
-			p.countCommit(id, "ok")
-			return nil
+			if stalled {
+				p.log.Info("the outage is over: the commit went through", append(attrs, "attempts", attempt)...)
+			}
+			return attempt, nil
 		}
-		var perm permanentError
-		if errors.As(err, &perm) || attempt >= p.opts.Retries || ctx.Err() != nil {
-			p.countCommit(id, "failed")
-			return fmt.Errorf("commit epoch %d to %s (attempt %d): %w", epoch, id, attempt, err)
+		if errors.Is(err, ErrRestart) || IsPermanent(err) || ctx.Err() != nil {
+			return attempt, err
 		}
-		p.countCommit(id, "retry")
-		p.log.Warn("commit failed; retrying", "table", id.String(), "epoch", epoch, "attempt", attempt, "error", err)
+		outage := p.opts.Transient != nil && p.opts.Transient(err)
+		if !outage && attempt >= p.opts.Retries {
+			return attempt, err
+		}
+		if failed != nil {
+			failed(err)
+		}
+		if outage {
+			stalled = true
+			p.setStall(what, err)
+			p.log.Warn("commit failed: storage or catalog unreachable; retrying until it answers", append(attrs, "attempt", attempt, "in", backoff.String(), "error", err)...)
+		} else {
+			p.log.Warn("commit failed; retrying", append(attrs, "attempt", attempt, "error", err)...)
+		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return ctx.Err()
+			return attempt, ctx.Err()
+		case <-p.opts.Quit:
+			return attempt, fmt.Errorf("shutting down while retrying: %w", err)
 		}
-		backoff *= 2
+		backoff = min(backoff*2, maxRetryBackoff)
 	}
+}
+
+// setStall records (err set) or clears what an outage holds up.
+func (p *Pipeline) setStall(what string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil {
+		delete(p.stalls, what)
+	} else {
+		st, ok := p.stalls[what]
+		if !ok {
+			st = Stall{What: what, Since: time.Now()}
+		}
+		st.Err = err
+		p.stalls[what] = st
+	}
+	if p.m != nil {
+		p.m.CommitsStalled.Set(float64(len(p.stalls)))
+	}
+}
+
+// Stalled returns the commits an outage holds up, oldest first.
+func (p *Pipeline) Stalled() []Stall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Stall, 0, len(p.stalls))
+	for _, st := range p.stalls {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
 }
 
 func (p *Pipeline) countCommit(id cdcsync.TableID, result string) {

@@ -153,6 +153,79 @@ func TestPipelineRetriesTransientFailures(t *testing.T) {
 	}
 }
 
+var errOutage = errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")
+
+func isOutage(err error) bool { return errors.Is(err, errOutage) }
+
+// An outage of the warehouse or the catalog is waited out however many
+// attempts it takes (far more than Retries), Stalled reports it meanwhile,
+// and the epoch then commits once, checkpoint included.
+func TestPipelineWaitsOutAnOutage(t *testing.T) {
+	var outage sync.Mutex // held while the storage is down
+	outage.Lock()
+	sink := &memSink{fail: func(_ cdcsync.TableID, _ int64, attempt int) error {
+		if !outage.TryLock() {
+			return fmt.Errorf("write data files: %w", errOutage)
+		}
+		outage.Unlock()
+		return nil
+	}}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 2, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
+	done := make(chan error, 1)
+	go func() { done <- runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))) }()
+	waitFor(t, "the commit to stall", func() bool {
+		st := p.Stalled()
+		return len(st) == 1 && st[0].What == "shop.users" && errors.Is(st[0].Err, errOutage)
+	})
+	waitFor(t, "many attempts", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.attempts["shop.users@1"] >= 6
+	})
+	outage.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("the pipeline gave up during an outage: %v", err)
+	}
+	if fmt.Sprint(sink.commits) != "[shop.users@1]" || fmt.Sprint(sink.checkpoints) != "[1]" {
+		t.Fatalf("commits %v checkpoints %v", sink.commits, sink.checkpoints)
+	}
+	if st := p.Stalled(); len(st) != 0 {
+		t.Fatalf("still stalled after the outage: %v", st)
+	}
+}
+
+// An error that is not an outage is still given up after Retries attempts.
+func TestPipelineGivesUpOnUnknownFailures(t *testing.T) {
+	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error { return errors.New("field 7 is not in the schema") }}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 3, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
+	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))))
+	if !errors.Is(err, ErrCommit) || sink.attempts["shop.users@1"] != 3 || len(sink.checkpoints) != 0 {
+		t.Fatalf("err %v attempts %v checkpoints %v", err, sink.attempts, sink.checkpoints)
+	}
+}
+
+// Quit (a shutdown) ends the wait for an outage, without a checkpoint.
+func TestPipelineQuitEndsAnOutageWait(t *testing.T) {
+	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error { return errOutage }}
+	quit := make(chan struct{})
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond, Transient: isOutage, Quit: quit}, quiet(), nil)
+	done := make(chan error, 1)
+	go func() { done <- runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))) }()
+	waitFor(t, "the commit to stall", func() bool { return len(p.Stalled()) == 1 })
+	close(quit)
+	select {
+	case err := <-done:
+		if !errors.Is(err, errOutage) || len(sink.checkpoints) != 0 {
+			t.Fatalf("err %v checkpoints %v", err, sink.checkpoints)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pipeline did not stop on quit during an outage")
+	}
+}
+
 func TestPipelineStopsOnPermanentFailureWithoutCheckpoint(t *testing.T) {
 	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error {
 		return Permanent(errors.New("another writer committed"))

@@ -50,6 +50,10 @@ type Metrics struct {
 	// Schema changes.
 	SchemaChanges *prometheus.CounterVec // schema changes applied, by table, kind and result
 	TablesStopped prometheus.Gauge       // tables cdcsync stopped mirroring (DDL it cannot follow)
+	// CommitsStalled counts the commits an outage of the warehouse or the
+	// catalog holds up right now; Restarts the pipeline restarts by reason.
+	CommitsStalled prometheus.Gauge
+	Restarts       *prometheus.CounterVec
 
 	// TypePolicyValues counts the values a types: policy changed (zero
 	// dates written as NULL or 1970-01-01), by table, column and policy.
@@ -96,6 +100,12 @@ func New() *Metrics {
 		SchemaChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_schema_changes_total", Help: "Schema changes (DDL) applied to Iceberg tables, by table, kind and result.",
 		}, []string{"table", "kind", "result"}),
+		CommitsStalled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_commits_stalled", Help: "Commits (a table's epoch, the checkpoint, a schema change) being retried because the warehouse or the catalog does not answer; /readyz says since when.",
+		}),
+		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_restarts_total", Help: "Restarts of the pipeline from its committed position, by reason (source: MySQL connection lost; storage: warehouse or catalog outage; commit: commits kept failing; new_table, schema).",
+		}, []string{"reason"}),
 		TablesStopped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_tables_stopped", Help: "Selected tables cdcsync stopped mirroring because of a schema change it cannot follow; the log says why and how to resume.",
 		}),
@@ -164,7 +174,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TypePolicyValues,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.TypePolicyValues,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

@@ -62,18 +62,18 @@ func transient(err error) error {
 // watchCopies publishes the progress of the initial copies: metrics every
 // second, a log line per table every 15 seconds, and a live progress line
 // when stderr is a terminal. It also keeps /readyz: ready once the binlog is
-// read and no copy runs.
+// read, no copy runs and no commit waits out an outage.
 func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	defer d.st.ready.Store(false)
+	defer d.st.setReady("restarting the pipeline")
 	var lastLog time.Time
 	shown := map[cdcsync.TableID]bool{}
 	bar := d.bar != nil
 	for {
 		cps := pipe.Copying()
 		slices.SortFunc(cps, func(a, b merge.CopyProgress) int { return strings.Compare(a.Table.String(), b.Table.String()) })
-		d.st.ready.Store(d.streaming.Load() && len(cps) == 0)
+		d.st.setReady(notReadyReason(d.streaming.Load(), cps, pipe.Stalled()))
 		d.m.CopyTables.Set(float64(len(cps)))
 		now := time.Now()
 		logNow := now.Sub(lastLog) >= 15*time.Second
@@ -120,6 +120,25 @@ func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline) {
 		case <-tick.C:
 		}
 	}
+}
+
+// notReadyReason says why the daemon is not ready, or "" when it is.
+func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Stall) string {
+	switch {
+	case len(stalls) > 0:
+		st := stalls[0]
+		return fmt.Sprintf("commits stalled for %s: the warehouse or the catalog does not answer (%d commits wait; %s: %v)",
+			time.Since(st.Since).Round(time.Second), len(stalls), st.What, st.Err)
+	case !streaming:
+		return "connecting to the source"
+	case len(cps) > 0:
+		names := make([]string, len(cps))
+		for i, cp := range cps {
+			names[i] = cp.Table.String()
+		}
+		return "initial copy running: " + strings.Join(names, ", ")
+	}
+	return ""
 }
 
 // copyRate is the copy's rate in this session and the time left at it.

@@ -17,8 +17,9 @@ import (
 	"github.com/cdcsync/cdcsync/metrics"
 )
 
-// serveHTTP serves /metrics, /healthz (the daemon has not given up),
-// /readyz (the initial copies are done and the binlog is being streamed),
+// serveHTTP serves /metrics, /healthz (a liveness check: the daemon has not
+// given up), /readyz (the initial copies are done, the binlog is being
+// streamed and commits go through; otherwise 503 with the reason),
 // POST /v1/resync?table=DB.TABLE (copy a table afresh; `cdcsync resync`) and
 // Go's profiles under /debug/pprof/ (go tool pprof
 // http://ADDR/debug/pprof/profile?seconds=30; the bench harness uses them,
@@ -56,8 +57,8 @@ func serveHTTP(addr string, m *metrics.Metrics, st *status, resync func(context.
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !st.ready.Load() {
-			http.Error(w, "not ready: checking, copying or reconnecting", http.StatusServiceUnavailable)
+		if why := st.ready(); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

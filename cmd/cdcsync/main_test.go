@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 )
 
@@ -71,20 +73,26 @@ func TestFlagsAfterArguments(t *testing.T) {
 	}
 }
 
-func TestRestartable(t *testing.T) {
+func TestRestartReason(t *testing.T) {
 	cases := []struct {
 		err  error
-		want bool
+		want string
 	}{
-		{fmt.Errorf("x: %w", capture.ErrDisconnected), true},
-		{fmt.Errorf("x: %w", capture.ErrNewTable), true},
-		{fmt.Errorf("%w: catalog down", merge.ErrCommit), true},
-		{fmt.Errorf("%w: %w", merge.ErrCommit, merge.Permanent(errors.New("other writer"))), false},
-		{errors.New("decode error"), false},
+		{fmt.Errorf("x: %w", capture.ErrDisconnected), "source"},
+		{fmt.Errorf("x: %w", capture.ErrNewTable), "new_table"},
+		{fmt.Errorf("%w: catalog down", merge.ErrCommit), "commit"},
+		{fmt.Errorf("%w: %w", merge.ErrCommit, merge.Permanent(errors.New("other writer"))), ""},
+		{fmt.Errorf("%w: %w", merge.ErrCommit, lake.ErrConflict), ""},
+		{fmt.Errorf("%w: %w", capture.ErrDisconnected, capture.ErrPositionLost), ""},
+		// A warehouse that went away while cdcsync was restarting: the
+		// setup's check fails with an outage, which is waited out.
+		{exitError{1, fmt.Errorf("cannot reach the warehouse: %w", syscall.ECONNREFUSED)}, "storage"},
+		{exitError{1, errors.New("preflight checks failed")}, ""},
+		{errors.New("decode error"), ""},
 	}
 	for _, tc := range cases {
-		if got := restartable(tc.err); got != tc.want {
-			t.Errorf("restartable(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := restartReason(tc.err); got != tc.want {
+			t.Errorf("restartReason(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -28,8 +28,27 @@ import (
 
 // status is what /healthz and /readyz report.
 type status struct {
-	ready   atomic.Bool // streaming: the initial copy is done and the binlog is being read
 	healthy atomic.Bool // false once the daemon gave up
+	// notReady says why /readyz fails (checking, copying, an outage); nil
+	// when the daemon streams and commits.
+	notReady atomic.Pointer[string]
+}
+
+// setReady records whether the daemon streams and commits, or why not.
+func (st *status) setReady(why string) {
+	if why == "" {
+		st.notReady.Store(nil)
+	} else {
+		st.notReady.Store(&why)
+	}
+}
+
+// ready returns "" when ready, else why not.
+func (st *status) ready() string {
+	if p := st.notReady.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
@@ -42,6 +61,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	m := metrics.New()
 	st := &status{}
 	st.healthy.Store(true)
+	st.setReady("starting: checking the source and the warehouse")
 	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log), bar: bar,
 		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
 			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
@@ -70,21 +90,28 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	for {
 		started := time.Now()
 		err := d.session(ctx)
-		st.ready.Store(false)
 		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 			log.Info("cdcsync stopped cleanly")
 			return nil
 		}
-		if !restartable(err) || !d.streamed.Load() {
+		reason := restartReason(err)
+		if reason == "" || !d.streamed.Load() {
 			// A daemon that never got to stream has a setup problem (wrong
 			// password, unreachable server): say so instead of looping.
 			st.healthy.Store(false)
+			st.setReady("stopped: " + err.Error())
 			return err
 		}
-		if time.Since(started) > 5*time.Minute {
-			backoff = time.Second
+		if time.Since(started) > 2*time.Minute {
+			backoff = time.Second // it ran well for a while: a new problem
 		}
-		log.Warn("restarting the pipeline from its committed position", "error", err, "in", backoff.String())
+		m.Restarts.WithLabelValues(reason).Inc()
+		st.setReady(fmt.Sprintf("restarting in %s after: %v", backoff, err))
+		if reason == "storage" {
+			log.Warn("the warehouse or the catalog does not answer; restarting the pipeline from its committed position once it does", "error", err, "in", backoff.String())
+		} else {
+			log.Warn("restarting the pipeline from its committed position", "error", err, "in", backoff.String())
+		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -94,22 +121,30 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 }
 
-// restartable says whether a session that failed with err may simply be run
-// again: lost connections, new tables and commits that kept failing are;
-// everything that needs a person (bad data, schema changes, another writer,
-// failed preflight checks) is not.
-func restartable(err error) bool {
+// restartReason says why a session that failed with err may simply be run
+// again ("source", "storage", "commit", "new_table", "schema"), or "" when it
+// may not: everything that needs a person (bad data, a lost binlog
+// position, another writer, failed preflight checks) ends the daemon.
+// Outages of MySQL, the warehouse and the catalog are waited out, however
+// long they last.
+func restartReason(err error) string {
 	switch {
 	case err == nil:
-		return true
-	case errors.Is(err, capture.ErrPositionLost):
-		return false
-	case errors.Is(err, capture.ErrDisconnected), errors.Is(err, capture.ErrNewTable), errors.Is(err, merge.ErrRestart):
-		return true
+		return "schema"
+	case errors.Is(err, capture.ErrPositionLost), errors.Is(err, lake.ErrConflict), merge.IsPermanent(err):
+		return ""
+	case errors.Is(err, capture.ErrDisconnected):
+		return "source"
+	case errors.Is(err, capture.ErrNewTable):
+		return "new_table"
+	case errors.Is(err, merge.ErrRestart):
+		return "schema"
+	case lake.Transient(err):
+		return "storage"
 	case errors.Is(err, merge.ErrCommit):
-		return !merge.IsPermanent(err)
+		return "commit"
 	}
-	return false
+	return ""
 }
 
 type daemon struct {
@@ -412,6 +447,8 @@ func (d *daemon) session(ctx context.Context) error {
 		MaxRows:           cfg.Epoch.MaxRows,
 		MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
 		CommitConcurrency: cfg.Epoch.CommitConcurrency,
+		Transient:         lake.Transient,
+		Quit:              ctx.Done(),
 		Fault:             d.fault,
 		Copy: merge.CopyOptions{
 			Source:    chunkSource{chunks},

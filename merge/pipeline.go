@@ -118,8 +118,8 @@ type Options struct {
 	// and Stalled reports it meanwhile.
 	Transient func(error) bool
 	// Quit ends the waits between retries: the daemon is shutting down.
-	Quit <-chan struct{}
-	ShutdownTimeout   time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
+	Quit            <-chan struct{}
+	ShutdownTimeout time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
 	// Fault, when set, is called at named points of the protocol so tests can
 	// kill the process there. Never set in production.
 	Fault func(point string)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -164,25 +165,79 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		}
 		return t.finish(ctx, tx, e, base)
 	}
+	data, dels, err := t.epochFiles(ctx, base, e, deletes, rows)
+	if err != nil {
+		return err
+	}
 	rd := tx.NewRowDelta(t.summary(e, copying))
-	if len(rows) > 0 {
-		files, err := t.writeFiles(ctx, base, t.dataFile, rows)
-		if err != nil {
-			return fmt.Errorf("write data files of %s: %w", t.ID, err)
-		}
-		rd.AddRows(files...)
-	}
-	if len(deletes) > 0 {
-		files, err := t.writeFiles(ctx, base, t.eqFile, deletes)
-		if err != nil {
-			return fmt.Errorf("write equality deletes of %s: %w", t.ID, err)
-		}
-		rd.AddDeletes(files...)
-	}
+	rd.AddRows(data...)
+	rd.AddDeletes(dels...)
 	if err := rd.Commit(ctx); err != nil {
 		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
 	}
-	return t.finish(ctx, tx, e, base)
+	err = t.finish(ctx, tx, e, base)
+	switch {
+	case err == nil:
+		t.state.pending = nil
+	case errors.Is(err, ErrConflict):
+		// Another writer's snapshot is current: a commit asserting the
+		// old one can never land, so its files are garbage now.
+		t.removeFiles(ctx, base, append(data, dels...))
+		t.state.pending = nil
+	}
+	return err
+}
+
+// pendingFiles are the files written for an epoch whose commit failed.
+type pendingFiles struct {
+	epoch       Epoch
+	rows, dels  int // rows and deletes they hold
+	data, edels []iceberg.DataFile
+}
+
+// epochFiles writes the epoch's data and equality-delete files, or returns
+// those an earlier attempt of the same epoch wrote when its commit failed:
+// the retries of an outage write nothing twice, so a catalog that refuses
+// commits for an hour leaves one set of files, not one per attempt. Files
+// of an attempt whose writing failed are removed at once.
+func (t *Table) epochFiles(ctx context.Context, base *table.Table, e Epoch, deletes, rows []cdcsync.Row) (data, dels []iceberg.DataFile, err error) {
+	if p := t.state.pending; p != nil && p.epoch == e && p.rows == len(rows) && p.dels == len(deletes) {
+		return p.data, p.edels, nil
+	}
+	// Files of another epoch's failed attempt stay where they are: their
+	// commit's outcome may be unknown, and orphan cleanup removes them
+	// once they are old if nothing references them.
+	t.state.pending = nil
+	if len(rows) > 0 {
+		if data, err = t.writeFiles(ctx, base, t.dataFile, rows); err != nil {
+			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
+		}
+	}
+	if len(deletes) > 0 {
+		if dels, err = t.writeFiles(ctx, base, t.eqFile, deletes); err != nil {
+			t.removeFiles(ctx, base, data)
+			return nil, nil, fmt.Errorf("write equality deletes of %s: %w", t.ID, err)
+		}
+	}
+	t.state.pending = &pendingFiles{epoch: e, rows: len(rows), dels: len(deletes), data: data, edels: dels}
+	return data, dels, nil
+}
+
+// removeFiles deletes files no commit references, as far as the storage
+// lets it (during an outage it may not: orphan cleanup gets them later).
+func (t *Table) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
+	if len(files) == 0 {
+		return
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return
+	}
+	if wfs, ok := fsys.(icebergio.WriteFileIO); ok {
+		for _, f := range files {
+			_ = wfs.Remove(f.FilePath())
+		}
+	}
 }
 
 // finish commits the staged transaction and reconciles on failure.

@@ -266,15 +266,21 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 			return err
 		})
 	}
-	if err := eg.Wait(); err != nil {
-		return nil, err
-	}
+	werr := eg.Wait()
 	var files []iceberg.DataFile
 	for _, fs := range perGroup {
 		files = append(files, fs...)
 	}
-	if err := checkRowCount(files, int64(len(rows))); err != nil {
-		return nil, fmt.Errorf("%s files of %s: %w", contentName(out.content), t.ID, err)
+	if werr == nil {
+		if werr = checkRowCount(files, int64(len(rows))); werr != nil {
+			werr = fmt.Errorf("%s files of %s: %w", contentName(out.content), t.ID, werr)
+		}
+	}
+	if werr != nil {
+		// No commit will reference what was written (a full disk, an
+		// outage): remove it now rather than leave it to orphan cleanup.
+		t.removeFiles(ctx, tbl, files)
+		return nil, werr
 	}
 	return files, nil
 }
@@ -303,8 +309,9 @@ func contentName(c iceberg.ManifestEntryContent) string {
 }
 
 // writeGroup writes the rows of one partition, rolling to a new file at the
-// target size. It holds one slot of the open-file budget while a file is
-// open.
+// target size; on an error it returns the files it completed (for removal)
+// and removes the one it was writing. It holds one slot of the open-file
+// budget while a file is open.
 func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
 	select {
 	case w.slots <- struct{}{}:
@@ -321,7 +328,7 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 	var f *openFile
 	defer func() {
 		if f != nil {
-			f.abort()
+			f.abort(w.fs)
 		}
 	}()
 	bb := newBatchBuilder(w.out.layout)
@@ -343,22 +350,22 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 			}
 			var err error
 			if f, err = openParquet(w.fs, path, w.out.layout, w.props); err != nil {
-				return nil, err
+				return files, err
 			}
 		}
 		if err := bb.add(rows[i]); err != nil {
-			return nil, fmt.Errorf("%s: %w", w.tableID, err)
+			return files, fmt.Errorf("%s: %w", w.tableID, err)
 		}
 		if bb.n == writeBatchRows || n == len(g.rows)-1 {
 			if err := flush(); err != nil {
-				return nil, err
+				return files, err
 			}
 			if f.size.n >= w.target || n == len(g.rows)-1 {
 				df, err := w.close(f, g.values)
-				f = nil
 				if err != nil {
-					return nil, err
+					return files, err // f is removed by abort
 				}
+				f = nil
 				files = append(files, df)
 			}
 		}
@@ -433,7 +440,12 @@ func openParquet(fs icebergio.WriteFileIO, path string, l *rowLayout, props *par
 
 // abort releases a file that will not be finished; the object, if any was
 // written, is an orphan that orphan cleanup removes.
-func (f *openFile) abort() { _ = f.file.Close() }
+// abort gives up a file that will not be committed: it is closed (which
+// on S3 may still upload what was written) and removed.
+func (f *openFile) abort(fs icebergio.WriteFileIO) {
+	_ = f.file.Close()
+	_ = fs.Remove(f.path)
+}
 
 // countingWriter counts the bytes of a file as they are written: the size
 // recorded in the manifest.

@@ -207,10 +207,6 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if snap == nil {
 		return res, nil
 	}
-	fsys, err := base.FS(ctx)
-	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", t.ID, err)
-	}
 	tasks, err := base.Scan().PlanFiles(ctx)
 	if err != nil {
 		return res, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
@@ -226,9 +222,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	var results []table.CompactionGroupResult
 	cleanup := func() {
 		for _, gr := range results {
-			for _, f := range gr.NewDataFiles {
-				_ = fsys.Remove(f.FilePath())
-			}
+			t.removeFiles(ctx, base, gr.NewDataFiles)
 		}
 	}
 	shared := newSharedDeletes(scope)

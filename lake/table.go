@@ -67,6 +67,8 @@ type tableState struct {
 	// every commit while it runs; nil when no copy runs.
 	copying atomic.Pointer[cdcsync.CopyState]
 	global  globalParts // the partitions of the global delete files compaction read
+	// pending are the files of an epoch whose commit failed (under commitMu).
+	pending *pendingFiles
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {

@@ -1,0 +1,115 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// parquetFiles lists the Parquet files under the warehouse.
+func (e *kvEnv) parquetFiles() []string {
+	e.t.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(e.dir, "warehouse"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// added returns the files of after that before lacks.
+func added(before, after []string) []string {
+	had := map[string]bool{}
+	for _, p := range before {
+		had[p] = true
+	}
+	var out []string
+	for _, p := range after {
+		if !had[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// A commit retried after a failure commits the files its first attempt
+// wrote: an outage of any length leaves one set of files per epoch, not one
+// per attempt. The failure here is a real one: another process compacted
+// the table between the attempt's staging and its catalog commit.
+func TestRetryReusesTheAttemptsFiles(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.churn(6)
+	other := e.second("p") // the same table opened by another process
+	before := e.parquetFiles()
+	compacted := false
+	e.tbl.BeforeCommit = func() {
+		if compacted {
+			return
+		}
+		compacted = true
+		if _, err := other.Compact(ctx, CompactOptions{DeleteFiles: 1, DeleteRatio: 0.01, SmallFiles: 1, SmallFileSize: 1 << 30, TargetFileSize: 1 << 30}); err != nil {
+			t.Errorf("compact: %v", err)
+		}
+	}
+	e.epoch++
+	d, r := e.change(keys(1, 5), "retried", nil)
+	err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
+	if err == nil || errors.Is(err, ErrConflict) {
+		t.Fatalf("the first attempt: err = %v, want a retryable failure", err)
+	}
+	mid := added(before, e.parquetFiles())
+	if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	e.apply(keys(1, 5), "retried", nil)
+	e.assertModel(e.tbl.Iceberg())
+	after := added(before, e.parquetFiles())
+	// The retry wrote nothing new.
+	if len(after) != len(mid) {
+		t.Errorf("the retry wrote %d more files; want none:\n%s", len(after)-len(mid), strings.Join(added(mid, after), "\n"))
+	}
+	c, err := e.tbl.Committed()
+	if err != nil || c.Epoch != e.epoch {
+		t.Fatalf("committed %+v, %v", c, err)
+	}
+}
+
+// A commit that another writer's snapshot beat can never land: the files
+// its attempt wrote are removed at once.
+func TestConflictRemovesTheAttemptsFiles(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.churn(2)
+	intruder := e.second("intruder")
+	var theirs []string
+	e.tbl.BeforeCommit = func() {
+		before := e.parquetFiles()
+		if err := intruder.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, []cdcsync.Row{{int64(500), "x"}}, nil); err != nil {
+			t.Errorf("intruder: %v", err)
+		}
+		theirs = added(before, e.parquetFiles())
+	}
+	before := e.parquetFiles()
+	e.epoch++
+	d, r := e.change(keys(1, 5), "lost", nil)
+	err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if left := added(before, e.parquetFiles()); strings.Join(left, ",") != strings.Join(theirs, ",") {
+		t.Errorf("after the conflict these files are new: %v; only the other writer's should be: %v", left, theirs)
+	}
+}

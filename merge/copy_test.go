@@ -374,3 +374,51 @@ func TestResyncCopiesAgain(t *testing.T) {
 	}
 	sink.check(t, db)
 }
+
+// maintainedSink is an icebergModel that records which tables it was asked
+// to maintain.
+type maintainedSink struct {
+	icebergModel
+	mmu        sync.Mutex
+	maintained []cdcsync.TableID
+}
+
+func (s *maintainedSink) Maintain(_ context.Context, _ int64, ids []cdcsync.TableID) error {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	s.maintained = append(s.maintained, ids...)
+	return nil
+}
+
+// A copy that wrote an equality delete for every copied row (it resumed
+// after a restart) is maintained as soon as it ends, even with no other
+// change to the table: readers must not pay for its deletes until the next
+// change arrives. A clean copy wrote no such debris and waits for the usual
+// schedule.
+func TestResumedCopyIsMaintainedWhenItEnds(t *testing.T) {
+	for _, clean := range []bool{false, true} {
+		db := newFakeMySQL(300)
+		sink := &maintainedSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}}
+		p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: clean}}, 1, mariaPos(0),
+			Options{Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
+		txns := make(chan *cdcsync.Txn)
+		done := make(chan error, 1)
+		go func() { done <- p.Run(context.Background(), txns) }()
+		waitFor(t, "the copy to finish", func() bool { return len(p.Copying()) == 0 })
+		close(txns)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		sink.check(t, db)
+		sink.mmu.Lock()
+		got := fmt.Sprint(sink.maintained)
+		sink.mmu.Unlock()
+		want := "[shop.items]"
+		if clean {
+			want = "[]"
+		}
+		if got != want {
+			t.Errorf("clean=%v: maintained %s, want %s", clean, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,7 @@ type Pipeline struct {
 	maintCancel context.CancelFunc // cancels the running Maintain
 	stopping    atomic.Bool        // Run is committing its last epoch: start no maintenance
 	maintSkips  int                // epochs in a row that skipped maintenance while catching up (committing goroutine)
+	maintOwed   []cdcsync.TableID  // tables whose due maintenance could not start yet (committing goroutine)
 
 	// The initial copies (copy.go); owned by Run's goroutine.
 	copier    *copier
@@ -524,6 +526,11 @@ type commitJob struct {
 	buf    *Buffer
 	tables []cdcsync.TableID
 	copies map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
+	// compact are the tables whose copy this commit completes after it
+	// wrote an equality delete for every copied row (a resumed copy, or
+	// one past MaxTrackedKeys): they are maintained right after it, even
+	// when nothing else changes them, so readers do not pay for the debris.
+	compact []cdcsync.TableID
 }
 
 // commitResult is what a background commit reports.
@@ -543,6 +550,9 @@ func (p *Pipeline) prepare(buf *Buffer) *commitJob {
 	for _, id := range job.tables {
 		if ct := p.copies[id]; ct != nil {
 			job.copies[id] = ct.state
+			if ct.state.Done && !ct.clean {
+				job.compact = append(job.compact, id)
+			}
 		}
 	}
 	return job
@@ -615,14 +625,25 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	}
 	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
 		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
-	if maintain {
-		var idle []cdcsync.TableID
-		for _, id := range tables {
-			if _, copying := job.copies[id]; !copying {
-				idle = append(idle, id)
+	if maintain || len(job.compact) > 0 || len(p.maintOwed) > 0 {
+		var due []cdcsync.TableID
+		if maintain {
+			for _, id := range tables {
+				if _, copying := job.copies[id]; !copying {
+					due = append(due, id)
+				}
 			}
 		}
-		p.startMaintenance(ctx, epoch, idle)
+		owed := append(p.maintOwed, job.compact...)
+		for _, id := range owed {
+			if !slices.Contains(due, id) {
+				due = append(due, id)
+			}
+		}
+		p.maintOwed = nil
+		if !p.startMaintenance(ctx, epoch, due) {
+			p.maintOwed = owed // after a later epoch
+		}
 	}
 	return commitResult{copies: job.copies}
 }
@@ -656,11 +677,12 @@ func (p *Pipeline) maintenanceDue(buf *Buffer) bool {
 
 // startMaintenance runs the sink's maintenance of the epoch's tables in the
 // background, unless the maintenance of an earlier epoch still runs (its
-// tables stay due and are maintained after a later epoch).
-func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) {
+// tables stay due and are maintained after a later epoch); it says whether
+// it started (or had nothing to do).
+func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) bool {
 	m, ok := p.sink.(Maintainer)
 	if !ok || len(tables) == 0 || p.stopping.Load() {
-		return
+		return true
 	}
 	if p.maintDone != nil {
 		select {
@@ -668,7 +690,7 @@ func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []c
 			p.awaitMaintenance()
 		default:
 			p.log.Debug("table maintenance of an earlier epoch still runs; this epoch's waits", "epoch", epoch)
-			return
+			return false
 		}
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -680,6 +702,7 @@ func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []c
 			p.log.Warn("table maintenance failed; ingestion continues and maintenance is tried again later", "epoch", epoch, "error", err)
 		}
 	}()
+	return true
 }
 
 // awaitMaintenance waits for the running maintenance, if any, to return.

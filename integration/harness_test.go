@@ -46,6 +46,11 @@ type envOptions struct {
 	tables    string           // extra YAML for the tables: section
 	extra     string           // extra top-level YAML
 	epoch     string           // the epoch: section's body; default "interval: 300ms"
+	// Fault tests put a proxy between cdcsync and the servers.
+	sourcePort int    // MySQL at this port instead of the server's
+	s3Endpoint string // S3 at this endpoint instead of the MinIO's
+	httpListen string // http.listen; default "off"
+	reqTimeout string // warehouse.request_timeout
 }
 
 var serverIDs = struct {
@@ -74,6 +79,12 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 	if o.epoch == "" {
 		o.epoch = "interval: 300ms"
 	}
+	if o.sourcePort == 0 {
+		o.sourcePort = o.server.Port
+	}
+	if o.httpListen == "" {
+		o.httpListen = "off"
+	}
 	e.exec("DROP DATABASE IF EXISTS " + dbName)
 	e.exec("CREATE DATABASE " + dbName)
 	if o.minio == nil {
@@ -85,16 +96,22 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 		if err := o.minio.CreateBucket(bucket); err != nil {
 			t.Fatal(err)
 		}
+		if o.s3Endpoint == "" {
+			o.s3Endpoint = o.minio.Endpoint
+		}
 		warehouse = fmt.Sprintf(`location: s3://%s/lake
   s3:
     endpoint: %s
     region: %s
     path_style: true
     access_key_id: %s
-    secret_access_key: ${CDCSYNC_TEST_S3_SECRET}`, bucket, o.minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey)
+    secret_access_key: ${CDCSYNC_TEST_S3_SECRET}`, bucket, o.s3Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey)
 		if o.s3CA != "" {
 			warehouse += "\n    ca_file: " + o.s3CA
 		}
+	}
+	if o.reqTimeout != "" {
+		warehouse += "\n  request_timeout: " + o.reqTimeout
 	}
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
@@ -116,11 +133,11 @@ catalog:
 epoch:
   %s
 http:
-  listen: "off"
+  listen: %q
 %s
 %s
-`, strings.ReplaceAll(dbName, "_", "-"), o.server.Port, testenv.ReplUser, sid, dbName, o.sourceTLS, warehouse,
-		catalogSQL, o.epoch, o.tables, o.extra)
+`, strings.ReplaceAll(dbName, "_", "-"), o.sourcePort, testenv.ReplUser, sid, dbName, o.sourceTLS, warehouse,
+		catalogSQL, o.epoch, o.httpListen, o.tables, o.extra)
 	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -54,6 +55,7 @@ type Lake struct {
 	aws       *aws.Config // the S3 client's settings (timeouts, a private CA); nil for a local warehouse
 	log       *slog.Logger
 	release   func() // forgets the catalog's registered connection settings
+	reach     *reach // whether the warehouse and the catalog answer
 	// files is the budget of files written at once, shared by every table
 	// (warehouse.max_open_files): a slot is held while a file is open.
 	files chan struct{}
@@ -72,11 +74,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 			return nil, fmt.Errorf("create warehouse directory: %w", err)
 		}
 	}
+	rch := &reach{log: log}
 	var awsCfg *aws.Config
 	if !strings.HasPrefix(wh, "file://") {
 		if awsCfg, err = s3Config(ctx, &cfg.Warehouse.S3, cfg.Warehouse.RequestTimeout.Duration); err != nil {
 			return nil, err
 		}
+		awsCfg.HTTPClient = observedClient{inner: awsCfg.HTTPClient, reach: rch}
 		ctx = utils.WithAwsConfig(ctx, awsCfg)
 	}
 	props := iceberg.Properties{"warehouse": wh}
@@ -87,14 +91,14 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 	release := func() {}
 	switch cfg.Catalog.Type {
 	case "rest":
-		cat, err = openREST(ctx, cfg, props)
+		cat, err = openREST(ctx, cfg, props, rch)
 	default:
-		cat, release, err = openSQL(ctx, cfg, props)
+		cat, release, err = openSQL(ctx, cfg, props, rch)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Lake{cat: cat, release: release, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
+	return &Lake{cat: cat, release: release, reach: rch, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
 		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles))}, nil
 }
 
@@ -119,7 +123,7 @@ func s3Props(s *config.S3) iceberg.Properties {
 	return p
 }
 
-func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, func(), error) {
+func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, rch *reach) (catalog.Catalog, func(), error) {
 	c := &cfg.Catalog.SQL
 	var driver, dsn string
 	var dialect sqlcat.SupportedDialect
@@ -140,9 +144,12 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) 
 		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dial(ctx, network, addr)
 			if err != nil || timeout <= 0 {
+				if err != nil {
+					rch.observe(err)
+				}
 				return conn, err
 			}
-			return &idleConn{Conn: conn, timeout: timeout}, nil
+			return &idleConn{Conn: conn, timeout: timeout, reach: rch}, nil
 		}
 		driver, dialect, dsn = "pgx", sqlcat.Postgres, stdlib.RegisterConnConfig(pc)
 		release = func() { stdlib.UnregisterConnConfig(dsn) }
@@ -165,7 +172,7 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties) 
 	return cat, release, nil
 }
 
-func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties) (catalog.Catalog, error) {
+func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties, rch *reach) (catalog.Catalog, error) {
 	r := &cfg.Catalog.REST
 	var opts []rest.Option
 	if r.Warehouse != "" {
@@ -177,7 +184,7 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties)
 	if v := r.Token.Value(); v != "" {
 		opts = append(opts, rest.WithOAuthToken(v))
 	}
-	opts = append(opts, rest.WithAdditionalProps(props), rest.WithCustomTransport(restTransport(cfg.Warehouse.RequestTimeout.Duration)))
+	opts = append(opts, rest.WithAdditionalProps(props), rest.WithCustomTransport(observedTransport{restTransport(cfg.Warehouse.RequestTimeout.Duration), rch}))
 	cat, err := rest.NewCatalog(ctx, cfg.Catalog.Name, r.URI, opts...)
 	if err != nil {
 		msg := err.Error()
@@ -223,6 +230,11 @@ func redact(msg, secret string) string {
 	}
 	return strings.ReplaceAll(msg, secret, "[redacted]")
 }
+
+// Unreachable says since when every request to the warehouse (S3) or the
+// catalog (REST, PostgreSQL) has failed, with the last error; ok is false
+// while they answer (and always for a local warehouse with SQLite).
+func (l *Lake) Unreachable() (since time.Time, err error, ok bool) { return l.reach.Unreachable() }
 
 // Close releases the catalog's connections.
 func (l *Lake) Close() error {

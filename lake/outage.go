@@ -3,9 +3,12 @@ package lake
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -136,18 +139,119 @@ func restTransport(timeout time.Duration) *http.Transport {
 type idleConn struct {
 	net.Conn
 	timeout time.Duration
+	reach   *reach
 }
 
 func (c *idleConn) Read(b []byte) (int, error) {
 	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, err
 	}
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	c.observe(n, err)
+	return n, err
 }
 
 func (c *idleConn) Write(b []byte) (int, error) {
 	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, err
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	c.observe(n, err)
+	return n, err
+}
+
+func (c *idleConn) observe(n int, err error) {
+	if n > 0 {
+		c.reach.observe(nil)
+	} else if err != nil {
+		c.reach.observe(err)
+	}
+}
+
+// reach tracks whether the warehouse and the catalog answer, from the
+// outcome of every request to them (S3, REST, PostgreSQL): a request that
+// fails with an outage before the SDK's own retries, or gets a 5xx, counts
+// as a failure, any other answer as a success. It lets the daemon say
+// within one request timeout that the storage stopped answering, where the
+// commit that waits on it reports only once all its retries failed.
+type reach struct {
+	mu        sync.Mutex
+	failSince time.Time // first failure since the last success; zero when answering
+	lastErr   error
+	warned    bool
+	log       *slog.Logger
+}
+
+// unreachableAfter is how long requests must fail, with no success in
+// between, before the storage counts as unreachable.
+const unreachableAfter = 5 * time.Second
+
+func (r *reach) observe(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		if r.warned && r.log != nil {
+			r.log.Info("the warehouse and the catalog answer again", "after", time.Since(r.failSince).Round(time.Second).String())
+		}
+		r.failSince, r.lastErr, r.warned = time.Time{}, nil, false
+		return
+	}
+	if r.failSince.IsZero() {
+		r.failSince = time.Now()
+	}
+	r.lastErr = err
+	if !r.warned && time.Since(r.failSince) >= unreachableAfter && r.log != nil {
+		r.warned = true
+		r.log.Warn("the warehouse or the catalog does not answer; commits wait until it does", "since", r.failSince.Format(time.RFC3339), "error", err)
+	}
+}
+
+// Unreachable says since when every request to the warehouse or the
+// catalog has failed, and the last error; ok is false while they answer.
+func (r *reach) Unreachable() (since time.Time, err error, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failSince.IsZero() || time.Since(r.failSince) < unreachableAfter {
+		return time.Time{}, nil, false
+	}
+	return r.failSince, r.lastErr, true
+}
+
+// observedClient reports the outcome of every S3 request to a reach.
+type observedClient struct {
+	inner interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+	reach *reach
+}
+
+func (c observedClient) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.inner.Do(req)
+	c.reach.observe(requestOutcome(resp, err))
+	return resp, err
+}
+
+// observedTransport reports the outcome of every REST catalog request.
+type observedTransport struct {
+	inner http.RoundTripper
+	reach *reach
+}
+
+func (t observedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(req)
+	t.reach.observe(requestOutcome(resp, err))
+	return resp, err
+}
+
+func requestOutcome(resp *http.Response, err error) error {
+	switch {
+	case err != nil:
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case resp.StatusCode >= 500:
+		return fmt.Errorf("HTTP %s from %s", resp.Status, resp.Request.URL.Host)
+	}
+	return nil
 }

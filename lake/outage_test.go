@@ -128,3 +128,24 @@ func TestRequestTimeoutCutsBlackholes(t *testing.T) {
 		})
 	}
 }
+
+// The storage counts as unreachable once every request failed for
+// unreachableAfter, and as reachable again at the first answer.
+func TestReachability(t *testing.T) {
+	r := &reach{}
+	down := errors.New("connection refused")
+	r.observe(down)
+	if _, _, ok := r.Unreachable(); ok {
+		t.Fatal("one failed request made the storage unreachable")
+	}
+	r.failSince = time.Now().Add(-unreachableAfter - time.Second) // failing for a while
+	r.observe(down)
+	since, err, ok := r.Unreachable()
+	if !ok || err != down || time.Since(since) < unreachableAfter {
+		t.Fatalf("Unreachable() = %v, %v, %v after failing for %s", since, err, ok, unreachableAfter)
+	}
+	r.observe(nil)
+	if _, _, ok := r.Unreachable(); ok {
+		t.Fatal("still unreachable after a request succeeded")
+	}
+}

@@ -7,7 +7,7 @@
 #     own private mariadbd on free 127.0.0.1 ports; the system service, if the
 #     package starts one, is not used;
 #   - a C compiler (apt gcc + libc6-dev), which go test -race needs;
-#   - MinIO and staticcheck, built at pinned versions into .tools/bin
+#   - MinIO, Toxiproxy and staticcheck, built at pinned versions into .tools/bin
 #     (git-ignored), so the tests never depend on a download at run time.
 #
 # Race detector: every package runs with -race, in one go test run. Measured
@@ -36,6 +36,10 @@ MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 STATICCHECK_PKG="honnef.co/go/tools/cmd/staticcheck"
 STATICCHECK_MODULE="honnef.co/go/tools"
 STATICCHECK_VERSION="v0.8.2"
+# Toxiproxy v2.5.0: the newest release the module proxy serves here.
+TOXIPROXY_PKG="github.com/Shopify/toxiproxy/v2/cmd/server"
+TOXIPROXY_MODULE="github.com/Shopify/toxiproxy/v2"
+TOXIPROXY_VERSION="v2.5.0"
 TEST_TIMEOUT="${CDCSYNC_TEST_TIMEOUT:-40m}"
 RACE_MODE="${CDCSYNC_TEST_RACE:-all}"
 
@@ -72,10 +76,11 @@ installed_module_version() {
 	go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3 }'
 }
 
-# go_install PKG MODULE VERSION BINARY builds PKG@VERSION into .tools/bin
-# unless BINARY there was already built from MODULE@VERSION.
+# go_install PKG MODULE VERSION BINARY [BUILT] builds PKG@VERSION into
+# .tools/bin as BINARY unless BINARY there was already built from
+# MODULE@VERSION; BUILT is the name go install gives it, when not BINARY.
 go_install() {
-	local pkg="$1" module="$2" version="$3" bin="$4"
+	local pkg="$1" module="$2" version="$3" bin="$4" built="${5:-$4}"
 	local have_version
 	have_version="$(installed_module_version "$TOOLS/$bin" "$module")"
 	if [ "$have_version" = "$version" ]; then
@@ -84,7 +89,11 @@ go_install() {
 	fi
 	echo "$bin: building $pkg@$version into .tools/bin (first time: a few minutes)"
 	mkdir -p "$TOOLS"
-	GOBIN="$TOOLS" go install "$pkg@$version"
+	local gobin
+	gobin="$(mktemp -d)"
+	GOBIN="$gobin" go install "$pkg@$version"
+	mv "$gobin/$built" "$TOOLS/$bin"
+	rm -rf "$gobin"
 }
 
 banner "Checking the Go toolchain"
@@ -117,6 +126,8 @@ fi
 banner "Installing pinned tools into .tools/bin if missing"
 go_install "$MINIO_PKG" "$MINIO_PKG" "$MINIO_VERSION" minio
 go_install "$STATICCHECK_PKG" "$STATICCHECK_MODULE" "$STATICCHECK_VERSION" staticcheck
+# Toxiproxy cuts, blackholes and resets connections in the fault tests.
+go_install "$TOXIPROXY_PKG" "$TOXIPROXY_MODULE" "$TOXIPROXY_VERSION" toxiproxy-server server
 # The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17
 # and Maven from apt) for the REST-catalog tests, jars in .tools/rest-catalog.
 bash "$REPO/scripts/rest-catalog.sh"

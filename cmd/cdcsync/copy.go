@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 )
 
@@ -63,7 +64,7 @@ func transient(err error) error {
 // second, a log line per table every 15 seconds, and a live progress line
 // when stderr is a terminal. It also keeps /readyz: ready once the binlog is
 // read, no copy runs and no commit waits out an outage.
-func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline) {
+func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline, lk *lake.Lake) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	defer d.st.setReady("restarting the pipeline")
@@ -73,7 +74,7 @@ func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline) {
 	for {
 		cps := pipe.Copying()
 		slices.SortFunc(cps, func(a, b merge.CopyProgress) int { return strings.Compare(a.Table.String(), b.Table.String()) })
-		d.st.setReady(notReadyReason(d.streaming.Load(), cps, pipe.Stalled()))
+		d.st.setReady(notReadyReason(d.streaming.Load(), cps, pipe.Stalled(), lk))
 		d.m.CopyTables.Set(float64(len(cps)))
 		now := time.Now()
 		logNow := now.Sub(lastLog) >= 15*time.Second
@@ -123,7 +124,10 @@ func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline) {
 }
 
 // notReadyReason says why the daemon is not ready, or "" when it is.
-func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Stall) string {
+func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Stall, lk *lake.Lake) string {
+	if since, err, down := lk.Unreachable(); down {
+		return fmt.Sprintf("commits stalled for %s: the warehouse or the catalog does not answer (%v)", time.Since(since).Round(time.Second), err)
+	}
 	switch {
 	case len(stalls) > 0:
 		st := stalls[0]

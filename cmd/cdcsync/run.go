@@ -482,7 +482,7 @@ func (d *daemon) session(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { return d.watchLag(gctx, lk, pipe) })
-	g.Go(func() error { d.watchCopies(gctx, pipe); return nil })
+	g.Go(func() error { d.watchCopies(gctx, pipe, lk); return nil })
 	err = g.Wait()
 	if ctx.Err() != nil && err == nil {
 		return ctx.Err()

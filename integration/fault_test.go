@@ -5,8 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +22,11 @@ import (
 type faultEnv struct {
 	*env
 	mysql, s3 *testenv.Proxy
-	http      string // host:port of /readyz
+	endpoint
 }
+
+// endpoint is the address of a daemon's http.listen.
+type endpoint string
 
 func newFaultEnv(t *testing.T, dbName string) *faultEnv {
 	t.Helper()
@@ -41,7 +48,7 @@ func newFaultEnv(t *testing.T, dbName string) *faultEnv {
 	addr := freeAddr(t)
 	e := newEnv(t, dbName, envOptions{onMinIO: true, tables: fmt.Sprintf(workloadTables, dbName),
 		sourcePort: mysqlPort, s3Endpoint: "http://" + s3.Listen, httpListen: addr, reqTimeout: "3s"})
-	return &faultEnv{env: e, mysql: my, s3: s3, http: addr}
+	return &faultEnv{env: e, mysql: my, s3: s3, endpoint: endpoint(addr)}
 }
 
 func freeAddr(t *testing.T) string {
@@ -55,9 +62,9 @@ func freeAddr(t *testing.T) string {
 }
 
 // readyz returns /readyz's status code and body (0 when it does not answer).
-func (f *faultEnv) readyz() (int, string) {
+func (f endpoint) readyz() (int, string) {
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + f.http + "/readyz")
+	resp, err := c.Get("http://" + string(f) + "/readyz")
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -67,7 +74,7 @@ func (f *faultEnv) readyz() (int, string) {
 }
 
 // waitReady waits until /readyz says 200.
-func (f *faultEnv) waitReady(t *testing.T, timeout time.Duration) {
+func (f endpoint) waitReady(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -84,7 +91,7 @@ func (f *faultEnv) waitReady(t *testing.T, timeout time.Duration) {
 
 // during runs fault for d while the workload runs, checking every 500 ms
 // that the daemon stays up; it returns the /readyz answers seen.
-func (f *faultEnv) during(t *testing.T, p *proc, d time.Duration, w *workload) []string {
+func (f endpoint) during(t *testing.T, p *proc, d time.Duration, w *workload) []string {
 	t.Helper()
 	var seen []string
 	deadline := time.Now().Add(d)
@@ -171,5 +178,69 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, out)
+	}
+}
+
+// TestFullDiskIsWaitedOut: the local warehouse's disk (a tmpfs) fills up
+// while the workload runs. The daemon stays up, /readyz says its commits
+// are stalled, the files of the writes that failed do not pile up, and once
+// the disk has room again every table catches up and equals MySQL (issue
+// 14: a full disk made run exit 1 after five attempts).
+func TestFullDiskIsWaitedOut(t *testing.T) {
+	dbName := "it_fulldisk"
+	addr := endpoint(freeAddr(t))
+	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName), httpListen: string(addr)})
+	wh := filepath.Join(e.dir, "warehouse")
+	if err := os.MkdirAll(wh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mount := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mount %v: %v: %s (this test needs root to mount a small tmpfs as the warehouse's disk)", args, err, out)
+		}
+	}
+	mount("-t", "tmpfs", "-o", "size=64m", "tmpfs", wh)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", wh).Run() })
+	createWorkloadSchema(t, dbName)
+	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
+	w.run(t, 100)
+	p := e.start()
+	e.waitCaughtUp(p, 3*time.Minute)
+	addr.waitReady(t, time.Minute)
+
+	// Leave the warehouse about 256 KiB of room, then keep writing.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(wh, &st); err != nil {
+		t.Fatal(err)
+	}
+	used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+	mount("-o", fmt.Sprintf("remount,size=%dk", used/1024+256), wh)
+	var seen []string
+	deadline := time.Now().Add(3 * time.Minute)
+	for !anyContains(seen, "503 not ready: commits stalled") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the commits never stalled on the full disk; /readyz said %q; output:\n%s", seen, p.output())
+		}
+		seen = append(seen, addr.during(t, p, 5*time.Second, w)...)
+	}
+	seen = addr.during(t, p, 10*time.Second, w)
+	if !strings.Contains(p.output(), "no space left on device") {
+		t.Errorf("the log does not name the full disk")
+	}
+	if err := syscall.Statfs(wh, &st); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("disk full: %d KiB free; /readyz: %s", st.Bavail*uint64(st.Bsize)/1024, seen[len(seen)-1])
+
+	mount("-o", "remount,size=512m", wh)
+	w.run(t, 20)
+	e.waitCaughtUp(p, 3*time.Minute)
+	addr.waitReady(t, time.Minute)
+	for _, tbl := range mirroredTables {
+		e.assertMirrors(tbl)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
 	}
 }

@@ -131,7 +131,7 @@ func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Sta
 	switch {
 	case len(stalls) > 0:
 		st := stalls[0]
-		return fmt.Sprintf("commits stalled for %s: the warehouse or the catalog does not answer (%d commits wait; %s: %v)",
+		return fmt.Sprintf("commits stalled for %s: the warehouse or the catalog is unavailable: unreachable, failing or full (%d commits wait; %s: %v)",
 			time.Since(st.Since).Round(time.Second), len(stalls), st.What, st.Err)
 	case !streaming:
 		return "connecting to the source"

@@ -108,7 +108,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		m.Restarts.WithLabelValues(reason).Inc()
 		st.setReady(fmt.Sprintf("restarting in %s after: %v", backoff, err))
 		if reason == "storage" {
-			log.Warn("the warehouse or the catalog does not answer; restarting the pipeline from its committed position once it does", "error", err, "in", backoff.String())
+			log.Warn("the warehouse or the catalog is unavailable; restarting the pipeline from its committed position once it does", "error", err, "in", backoff.String())
 		} else {
 			log.Warn("restarting the pipeline from its committed position", "error", err, "in", backoff.String())
 		}

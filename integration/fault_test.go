@@ -17,11 +17,12 @@ import (
 	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
-// faultEnv is a pipeline on MinIO whose connections to MySQL and to MinIO
-// pass through Toxiproxy, with its HTTP endpoint on.
+// faultEnv is a pipeline on MinIO with a PostgreSQL catalog whose
+// connections to MySQL, MinIO and PostgreSQL pass through Toxiproxy, with
+// its HTTP endpoint on.
 type faultEnv struct {
 	*env
-	mysql, s3 *testenv.Proxy
+	mysql, s3, pg *testenv.Proxy
 	endpoint
 }
 
@@ -43,12 +44,29 @@ func newFaultEnv(t *testing.T, dbName string) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, port, _ := net.SplitHostPort(my.Listen)
-	mysqlPort, _ := strconv.Atoi(port)
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	if err := pg.CreateDatabase("faultcat"); err != nil {
+		t.Fatal(err)
+	}
+	pgp, err := tp.Proxy("postgres", fmt.Sprintf("127.0.0.1:%d", pg.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
 	e := newEnv(t, dbName, envOptions{onMinIO: true, tables: fmt.Sprintf(workloadTables, dbName),
-		sourcePort: mysqlPort, s3Endpoint: "http://" + s3.Listen, httpListen: addr, reqTimeout: "3s"})
-	return &faultEnv{env: e, mysql: my, s3: s3, endpoint: endpoint(addr)}
+		sourcePort: portOf(my.Listen), s3Endpoint: "http://" + s3.Listen, httpListen: addr, reqTimeout: "3s",
+		pgDSN: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/faultcat?sslmode=disable", portOf(pgp.Listen))})
+	return &faultEnv{env: e, mysql: my, s3: s3, pg: pgp, endpoint: endpoint(addr)}
+}
+
+func portOf(addr string) int {
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 func freeAddr(t *testing.T) string {
@@ -120,8 +138,8 @@ func anyContains(seen []string, s string) bool {
 
 // TestOutagesAreWaitedOut: MinIO refusing connections for longer than the
 // five commit attempts used to last, MinIO blackholed (the request timeout
-// cuts it), MinIO resetting connections, and MySQL unreachable, each while
-// the workload runs. The daemon stays up through all of them, /readyz says
+// cuts it), MinIO resetting connections, the PostgreSQL catalog down and
+// blackholed, and MySQL unreachable, each while the workload runs. The daemon stays up through all of them, /readyz says
 // 503 with the reason during a storage outage and 200 after, and every
 // table equals MySQL at the end (issue 14: an S3 outage of more than about
 // 16 s made run exit 1, and its restart check failed with a message about
@@ -145,6 +163,8 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 		{"MinIO down", f.s3.Disable, f.s3.Enable, 30 * time.Second, true},
 		{"MinIO blackholed", f.s3.Blackhole, f.s3.Clear, 15 * time.Second, true},
 		{"MinIO resets connections", func() error { return f.s3.ResetPeer(50) }, f.s3.Clear, 10 * time.Second, false},
+		{"PostgreSQL catalog down", f.pg.Disable, f.pg.Enable, 20 * time.Second, true},
+		{"PostgreSQL catalog blackholed", f.pg.Blackhole, f.pg.Clear, 15 * time.Second, true},
 		{"MySQL down", f.mysql.Disable, f.mysql.Enable, 20 * time.Second, false},
 	}
 	for _, s := range steps {

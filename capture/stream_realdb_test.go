@@ -281,6 +281,30 @@ func TestStreamPositionLost(t *testing.T) {
 	if err := db.PurgeOldBinlogs(); err != nil {
 		t.Fatal(err)
 	}
+	// ReadBinlog says so before any stream is tried (check, run).
+	b, err := ReadBinlog(context.Background(), root, cdcsync.FlavorMariaDB, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
+	for _, c := range []struct {
+		pos  cdcsync.Position
+		want string // in the problem; "" = none
+	}{
+		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtid}, "purged"},
+		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"}, "no longer on the server"},
+		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: now}, ""},
+		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-99999999"}, "does not contain it"},
+		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "other"}, "file positions do not carry across servers"},
+	} {
+		got, err := b.Missing(c.pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("Missing(%s) = %q, want %q", c.pos, got, c.want)
+		}
+	}
 	for _, start := range []cdcsync.Position{
 		{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtid},
 		{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"},

@@ -94,11 +94,11 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 // TestPurgedPositionExits: when the binlog cdcsync needs was purged while
-// it was stopped, run exits 1 at once with the server's error and the
-// recovery instead of retrying for ever as a lost connection; after
-// `cdcsync resync --offline` of every table, the next run copies them
-// afresh from the server's current position (not the purged checkpoint)
-// and they equal MySQL (issue 14).
+// it was stopped, check fails naming the tables, and run exits 1 before it
+// streams with the tables, what is missing and the recovery, instead of
+// retrying for ever as a lost connection; after `cdcsync resync --offline
+// --all`, the next run copies them afresh from the server's current
+// position (not the purged checkpoint) and they equal MySQL (issue 14).
 func TestPurgedPositionExits(t *testing.T) {
 	server, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
 	if err != nil {
@@ -123,6 +123,19 @@ func TestPurgedPositionExits(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// check names the tables whose position is gone, and the recovery.
+	out, code := runCLI(t, "check", "--config", e.cfgPath)
+	if code != 1 {
+		t.Errorf("check exited %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{"FAIL  binlog positions", dbName + ".a is committed up to", "purged the binlog after it",
+		"cdcsync resync --offline --config FILE " + dbName + ".b"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check's output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// run refuses before it streams, with the same.
 	p = e.start()
 	select {
 	case <-p.done:
@@ -133,16 +146,15 @@ func TestPurgedPositionExits(t *testing.T) {
 	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	for _, want := range []string{"1236", "no longer on the server", "cdcsync resync"} {
+	for _, want := range []string{"cannot stream what these tables need", dbName + ".a at mariadb:", "purged the binlog after it",
+		"cdcsync resync --offline --config FILE " + dbName + ".a " + dbName + ".b"} {
 		if !strings.Contains(p.output(), want) {
 			t.Errorf("output lacks %q:\n%s", want, p.output())
 		}
 	}
 
-	for _, tbl := range []string{"a", "b"} {
-		if out, code := runCLI(t, "resync", "--config", e.cfgPath, "--offline", dbName+"."+tbl); code != 0 {
-			t.Fatalf("resync %s exited %d:\n%s", tbl, code, out)
-		}
+	if out, code := runCLI(t, "resync", "--config", e.cfgPath, "--offline", "--all"); code != 0 || strings.Count(out, "is marked") != 2 {
+		t.Fatalf("resync --all exited %d:\n%s", code, out)
 	}
 	p = e.start()
 	e.exec("INSERT INTO " + dbName + ".b VALUES (2, 2)")

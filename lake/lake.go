@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -329,4 +331,40 @@ func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table
 		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", strings.Join(id, "."), l.cfg.Catalog.Name)
 	}
 	return t, err
+}
+
+// PipelineTable is a table this pipeline has committed to.
+type PipelineTable struct {
+	ID        cdcsync.TableID // the MySQL table
+	Committed Committed
+	Stopped   bool // cdcsync stopped mirroring it (see Table.Stopped)
+}
+
+// PipelineTables returns the tables this pipeline has committed to, sorted
+// by MySQL name.
+func (l *Lake) PipelineTables(ctx context.Context) ([]PipelineTable, error) {
+	idents, err := l.ListTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []PipelineTable
+	for _, ident := range idents {
+		tbl, err := l.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, err
+		}
+		c, err := CommittedBy(tbl, l.cfg.Pipeline)
+		if err != nil {
+			return nil, err
+		}
+		props := tbl.Properties()
+		db, name, ok := strings.Cut(props[PropSource], ".")
+		if !c.Found || !ok {
+			continue
+		}
+		_, stopped := props[PropStopped]
+		out = append(out, PipelineTable{ID: cdcsync.TableID{Database: db, Table: name}, Committed: c, Stopped: stopped})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
+	return out, nil
 }

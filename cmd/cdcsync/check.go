@@ -59,6 +59,7 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 			report(false, false, "warehouse", err.Error())
 		} else {
 			report(true, false, "catalog+warehouse", fmt.Sprintf("catalog %q answers and the warehouse %s accepts writes", cfg.Catalog.Name, cfg.Warehouse.Location))
+			checkPositions(ctx, cfg, lk, report)
 		}
 	}
 	if failed > 0 {
@@ -91,5 +92,55 @@ func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn,
 			continue
 		}
 		report(true, est.Warn(), "partitions", est.String())
+	}
+}
+
+// checkPositions reports whether the server still has the binlog after
+// every mirrored table's committed position (nothing purged, and its
+// history contains them), as run requires before it streams.
+func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, report func(ok, warn bool, check, msg string)) {
+	tables, err := lk.PipelineTables(ctx)
+	if err != nil {
+		report(false, false, "binlog positions", err.Error())
+		return
+	}
+	if len(tables) == 0 {
+		return // a new pipeline: it starts at the server's current position
+	}
+	conn, err := capture.Connect(ctx, &cfg.Source)
+	if err != nil {
+		return // the connect check reported it
+	}
+	defer conn.Close()
+	flavor, _, err := capture.ServerFlavor(ctx, conn)
+	if err != nil {
+		return
+	}
+	uuid, err := capture.ServerIdentity(ctx, conn, flavor)
+	if err != nil {
+		return
+	}
+	b, err := capture.ReadBinlog(ctx, conn, flavor, uuid)
+	if err != nil {
+		report(false, false, "binlog positions", err.Error())
+		return
+	}
+	bad := 0
+	for _, t := range tables {
+		if t.Stopped {
+			continue
+		}
+		msg, err := b.Missing(t.Committed.Pos)
+		if err != nil {
+			report(false, false, "binlog positions", fmt.Sprintf("%s: %v", t.ID, err))
+			bad++
+		} else if msg != "" {
+			report(false, false, "binlog positions", fmt.Sprintf("%s is committed up to %s, but %s; copy it again: cdcsync resync --offline --config FILE %s",
+				t.ID, t.Committed.Pos, msg, t.ID))
+			bad++
+		}
+	}
+	if bad == 0 {
+		report(true, false, "binlog positions", fmt.Sprintf("the server has the binlog after the committed position of every table (%d)", len(tables)))
 	}
 }

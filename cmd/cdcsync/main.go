@@ -28,10 +28,10 @@ Usage:
   cdcsync compact --config FILE DB.TABLE [--max-bytes SIZE]
                                           compact a table now: rewrite the data files that carry deletes
                                           or are small, drop dead delete files, merge manifests
-  cdcsync resync --config FILE DB.TABLE [--offline]
-                                          copy a table afresh from MySQL: online, through the running
+  cdcsync resync --config FILE (DB.TABLE ... | --all) [--offline]
+                                          copy tables afresh from MySQL: online, through the running
                                           daemon (http.listen), while the other tables keep streaming;
-                                          with --offline (or no daemon answering) the next run copies it
+                                          with --offline (or no daemon answering) the next run copies them
   cdcsync help                            show this help
 
 Exit codes: 0 success, 1 failure, 2 bad usage or configuration.
@@ -82,11 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runCat(ctx, cfg, fs.Arg(0), limit, stdout, stderr)
 		}, func(fs *flag.FlagSet) { fs.Int64Var(&limit, "limit", 20, "rows to print; 0 prints all") })
 	case "resync":
-		var offline bool
-		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {
-			return runResync(ctx, cfg, fs.Arg(0), offline, stdout, stderr)
+		var offline, all bool
+		return withConfig(cmd, rest, anyArgs, func(cfg *config.Config, fs *flag.FlagSet) error {
+			return runResync(ctx, cfg, fs.Args(), all, offline, stdout, stderr)
 		}, func(fs *flag.FlagSet) {
-			fs.BoolVar(&offline, "offline", false, "only mark the table; the next `cdcsync run` copies it")
+			fs.BoolVar(&offline, "offline", false, "only mark the tables; the next `cdcsync run` copies them")
+			fs.BoolVar(&all, "all", false, "every table the pipeline mirrors")
 		})
 	case "compact":
 		var maxBytes config.ByteSize
@@ -99,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stderr, usage)
 	return exitError{2, fmt.Errorf("unknown subcommand %q", cmd)}
 }
+
+// anyArgs lets withConfig take any number of positional arguments.
+const anyArgs = -1
 
 // withConfig parses the subcommand's flags (which may follow its positional
 // arguments), loads the configuration and calls fn.
@@ -120,7 +124,7 @@ func withConfig(name string, args []string, nargs int, fn func(*config.Config, *
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(pos) != nargs {
+	if nargs != anyArgs && len(pos) != nargs {
 		return exitError{2, fmt.Errorf("%s takes %d argument(s), got %d (%s); see `cdcsync help`", name, nargs, len(pos), strings.Join(pos, " "))}
 	}
 	if *path == "" {

@@ -36,45 +36,90 @@ func parseTableID(name string) (cdcsync.TableID, error) {
 	return cdcsync.TableID{Database: db, Table: tbl}, nil
 }
 
-// runResync copies one table afresh. With a daemon running (reached at
-// http.listen) the copy starts at once, online: the other tables keep
-// streaming. Without one, or with --offline, the Iceberg table is marked
-// and the next `cdcsync run` copies it; a table cdcsync stopped mirroring
-// (after a schema change it could not follow) is resumed that way.
-func runResync(ctx context.Context, cfg *config.Config, name string, offline bool, stdout, stderr io.Writer) error {
-	id, err := parseTableID(name)
-	if err != nil {
-		return exitError{2, err}
+// runResync copies tables afresh (names, or with all every table the
+// pipeline mirrors). With a daemon running (reached at http.listen) the
+// copies start at once, online: the other tables keep streaming. Without
+// one, or with --offline, the Iceberg tables are marked and the next
+// `cdcsync run` copies them; a table cdcsync stopped mirroring (after a
+// schema change it could not follow, or a binlog position the server lost)
+// is resumed that way.
+func runResync(ctx context.Context, cfg *config.Config, names []string, all, offline bool, stdout, stderr io.Writer) error {
+	if all == (len(names) > 0) {
+		return exitError{2, errors.New("resync takes the tables to copy (DB.TABLE ...) or --all; see `cdcsync help`")}
+	}
+	var ids []cdcsync.TableID
+	for _, name := range names {
+		id, err := parseTableID(name)
+		if err != nil {
+			return exitError{2, err}
+		}
+		ids = append(ids, id)
+	}
+	var lk *lake.Lake
+	openLake := func() error {
+		if lk != nil {
+			return nil
+		}
+		var err error
+		lk, err = lake.Open(ctx, cfg, newLogger(cfg, stderr))
+		return err
+	}
+	defer func() {
+		if lk != nil {
+			lk.Close()
+		}
+	}()
+	if all {
+		if err := openLake(); err != nil {
+			return exitError{1, err}
+		}
+		tables, err := lk.PipelineTables(ctx)
+		if err != nil {
+			return exitError{1, err}
+		}
+		for _, t := range tables {
+			ids = append(ids, t.ID)
+		}
+		if len(ids) == 0 {
+			return exitError{1, fmt.Errorf("pipeline %q mirrors no table yet: nothing to copy again", cfg.Pipeline)}
+		}
 	}
 	if !offline {
 		if cfg.HTTP.Listen == config.HTTPOff {
 			return exitError{1, fmt.Errorf("http.listen is off, so cdcsync resync cannot reach a running daemon; " +
-				"set http.listen, or stop the daemon and run `cdcsync resync --offline` so that its next start copies the table")}
+				"set http.listen, or stop the daemon and run `cdcsync resync --offline` so that its next start copies the tables")}
 		}
-		msg, err := askDaemon(ctx, cfg.HTTP.Listen, id)
-		if err == nil {
-			fmt.Fprint(stdout, msg)
+		for i, id := range ids {
+			msg, err := askDaemon(ctx, cfg.HTTP.Listen, id)
+			if err == nil {
+				fmt.Fprint(stdout, msg)
+				continue
+			}
+			var ue unreachableError
+			if !errors.As(err, &ue) || i > 0 {
+				return exitError{1, err}
+			}
+			fmt.Fprintf(stderr, "no cdcsync daemon answers at %s (%v); marking the tables to be copied when cdcsync next starts\n", cfg.HTTP.Listen, ue.err)
+			offline = true
+			break
+		}
+		if !offline {
 			return nil
 		}
-		var ue unreachableError
-		if !errors.As(err, &ue) {
+	}
+	if err := openLake(); err != nil {
+		return exitError{1, err}
+	}
+	for _, id := range ids {
+		t, err := lk.OpenTable(ctx, id.String())
+		if err != nil {
 			return exitError{1, err}
 		}
-		fmt.Fprintf(stderr, "no cdcsync daemon answers at %s (%v); marking %s to be copied when cdcsync next starts\n", cfg.HTTP.Listen, ue.err, id)
+		if err := t.MarkRecopy(ctx, "cdcsync resync"); err != nil {
+			return exitError{1, err}
+		}
+		fmt.Fprintf(stdout, "%s is marked: the next `cdcsync run` copies it afresh from MySQL\n", id)
 	}
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
-	if err != nil {
-		return exitError{1, err}
-	}
-	defer lk.Close()
-	t, err := lk.OpenTable(ctx, name)
-	if err != nil {
-		return exitError{1, err}
-	}
-	if err := t.MarkRecopy(ctx, "cdcsync resync"); err != nil {
-		return exitError{1, err}
-	}
-	fmt.Fprintf(stdout, "%s is marked: the next `cdcsync run` copies it afresh from MySQL\n", id)
 	return nil
 }
 

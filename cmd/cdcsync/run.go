@@ -410,6 +410,11 @@ func (d *daemon) session(ctx context.Context) error {
 	if start.IsZero() {
 		return exitError{1, errors.New("no binlog position to start from: the pipeline has no checkpoint and selects no table; check source.include")}
 	}
+	if haveCkpt {
+		if err := positionsOnServer(ctx, cfg, flavor, serverUUID, start, committed, clean); err != nil {
+			return err
+		}
+	}
 
 	for id, c := range committed {
 		if c.Copy != nil && !clean[id] {
@@ -488,6 +493,57 @@ func (d *daemon) session(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// positionsOnServer checks that the server can stream what every table
+// needs: that no binlog after a table's committed position (or after the
+// stream's start) was purged, and that the server's history contains them
+// (after a failover, the new server must be a replica that has everything
+// cdcsync read). It fails with capture.ErrPositionLost naming the tables
+// and the recovery, before a stream is tried.
+func positionsOnServer(ctx context.Context, cfg *config.Config, flavor, serverUUID string, start cdcsync.Position,
+	committed map[cdcsync.TableID]lake.Committed, fresh map[cdcsync.TableID]bool) error {
+	conn, err := capture.Connect(ctx, &cfg.Source)
+	if err != nil {
+		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+	}
+	defer conn.Close()
+	b, err := capture.ReadBinlog(ctx, conn, flavor, serverUUID)
+	if err != nil {
+		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+	}
+	var lost, names []string
+	for id, c := range committed {
+		if !c.Found || fresh[id] {
+			continue
+		}
+		msg, err := b.Missing(c.Pos)
+		if err != nil {
+			return exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
+		}
+		if msg != "" {
+			lost = append(lost, fmt.Sprintf("%s at %s: %s", id, c.Pos, msg))
+			names = append(names, id.String())
+		}
+	}
+	if len(lost) == 0 {
+		msg, err := b.Missing(start)
+		if err != nil || msg == "" {
+			return err
+		}
+		lost = append(lost, fmt.Sprintf("the pipeline checkpoint at %s: %s", start, msg))
+	}
+	sort.Strings(lost)
+	sort.Strings(names)
+	what := "these tables"
+	if len(names) == 0 {
+		names = []string{"--all"}
+		what = "the pipeline"
+	}
+	return fmt.Errorf("%w: %s:%d cannot stream what %s need:\n  - %s\n"+
+		"The changes since were purged, or this server does not have them. Copy the tables again from the server's current position: "+
+		"stop cdcsync, run `cdcsync resync --offline --config FILE %s`, then start it",
+		capture.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, what, strings.Join(lost, "\n  - "), strings.Join(names, " "))
 }
 
 // tuneMemory applies memory_limit and gc_percent to the Go runtime (the

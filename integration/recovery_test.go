@@ -165,3 +165,90 @@ func TestPurgedPositionExits(t *testing.T) {
 		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
 	}
 }
+
+// TestFailoverToReplica: cdcsync mirrors a primary whose GTID replica
+// (log_slave_updates) follows it; the primary goes away, the replica is
+// promoted, and cdcsync pointed at it resumes from its committed GTID
+// positions without a resync while the workload goes on against the new
+// primary: every table equals it. A server whose history lacks those
+// positions (a fresh server with the same schema) is refused before any
+// stream, with the reason and the recovery (issue 14).
+func TestFailoverToReplica(t *testing.T) {
+	primary, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Stop()
+	replica, err := testenv.StartMariaDB(testenv.MariaDBOptions{ExtraArgs: []string{"--server-id=2", "--log-slave-updates", "--gtid-strict-mode=ON"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Stop()
+	if err := replica.ReplicateFrom(primary); err != nil {
+		t.Fatal(err)
+	}
+	const dbName = "it_failover"
+	e := newEnv(t, dbName, envOptions{server: primary, tables: fmt.Sprintf(workloadTables, dbName)})
+	createWorkloadSchemaOn(t, primary, dbName)
+	w := newWorkloadOn(t, primary, dbName, uint64(time.Now().UnixNano()))
+	w.run(t, 150)
+	p := e.start()
+	e.waitCaughtUp(p, 2*time.Minute)
+	w.run(t, 150)
+	e.waitCaughtUp(p, 2*time.Minute)
+	p.kill() // the primary's host dies with cdcsync on it
+	w.run(t, 100) // written on the primary after cdcsync's last commit
+	if err := replica.WaitReplicated(primary, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Exec("STOP SLAVE"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Promoted: cdcsync follows the replica from its own positions.
+	e.rewriteConfig(fmt.Sprintf("port: %d", primary.Port), fmt.Sprintf("port: %d", replica.Port))
+	e.server = replica
+	p = e.start()
+	w = newWorkloadOn(t, replica, dbName, uint64(time.Now().UnixNano()))
+	w.run(t, 150)
+	e.waitCaughtUp(p, 2*time.Minute)
+	for _, tbl := range mirroredTables {
+		e.assertMirrors(tbl)
+	}
+	if strings.Contains(p.output(), "initial copy starting") {
+		t.Errorf("cdcsync copied tables again after the failover; it must resume from its positions:\n%s", p.output())
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+
+	// A server with the same tables but not the history is refused.
+	other, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	if err := other.Exec("CREATE DATABASE " + dbName); err != nil {
+		t.Fatal(err)
+	}
+	createWorkloadSchemaOn(t, other, dbName)
+	e.rewriteConfig(fmt.Sprintf("port: %d", replica.Port), fmt.Sprintf("port: %d", other.Port))
+	p = e.start()
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		t.Fatalf("cdcsync did not refuse a server without its history; output:\n%s", p.output())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	for _, want := range []string{"cannot stream what these tables need", "does not contain it", "cdcsync resync --offline"} {
+		if !strings.Contains(p.output(), want) {
+			t.Errorf("output lacks %q:\n%s", want, p.output())
+		}
+	}
+}

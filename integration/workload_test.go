@@ -43,8 +43,16 @@ const workloadTables = `tables:
 
 func createWorkloadSchema(t *testing.T, dbName string) {
 	t.Helper()
+	createWorkloadSchemaOn(t, db, dbName)
+}
+
+func createWorkloadSchemaOn(t *testing.T, server *testenv.MariaDB, dbName string) {
+	t.Helper()
 	for _, q := range workloadSchema {
-		mustExec(t, strings.Replace(q, "CREATE TABLE ", "CREATE TABLE "+dbName+".", 1))
+		q = strings.Replace(q, "CREATE TABLE ", "CREATE TABLE "+dbName+".", 1)
+		if err := server.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
 
@@ -57,7 +65,12 @@ type workload struct {
 
 func newWorkload(t *testing.T, dbName string, seed uint64) *workload {
 	t.Helper()
-	conn, err := db.Connect(testenv.RootUser, "", dbName)
+	return newWorkloadOn(t, db, dbName, seed)
+}
+
+func newWorkloadOn(t *testing.T, server *testenv.MariaDB, dbName string, seed uint64) *workload {
+	t.Helper()
+	conn, err := server.Connect(testenv.RootUser, "", dbName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -466,3 +466,56 @@ func abbrev(sql string) string {
 	}
 	return sql
 }
+
+// ReplicateFrom makes m a GTID replica of primary that writes what it
+// applies to its own binlog (start m with --log-slave-updates and its own
+// --server-id), continuing primary's history from now on: m's binlog is
+// reset to primary's current GTID state, so that a position cdcsync read
+// on primary means the same on m. Only what primary writes after the call
+// is replicated; databases a test uses must be created afterwards.
+func (m *MariaDB) ReplicateFrom(primary *MariaDB) error {
+	r, err := primary.Query("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return err
+	}
+	pos, _ := r.GetString(0, 0)
+	for _, q := range []string{
+		"STOP SLAVE",
+		"RESET MASTER",
+		fmt.Sprintf("SET GLOBAL gtid_binlog_state = '%s'", pos),
+		fmt.Sprintf("SET GLOBAL gtid_slave_pos = '%s'", pos),
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+			primary.Port, ReplUser, ReplPassword),
+		"START SLAVE",
+	} {
+		if err := m.Exec(q); err != nil {
+			return fmt.Errorf("testenv: set up replication: %w", err)
+		}
+	}
+	return nil
+}
+
+// WaitReplicated waits until m has applied everything primary has written
+// so far.
+func (m *MariaDB) WaitReplicated(primary *MariaDB, timeout time.Duration) error {
+	r, err := primary.Query("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return err
+	}
+	pos, _ := r.GetString(0, 0)
+	res, err := m.Query("SELECT MASTER_GTID_WAIT(?, ?)", pos, timeout.Seconds())
+	if err != nil {
+		return err
+	}
+	if v, _ := res.GetInt(0, 0); v != 0 {
+		st, _ := m.Query("SHOW SLAVE STATUS")
+		detail := ""
+		if st != nil && st.RowNumber() > 0 {
+			e1, _ := st.GetStringByName(0, "Last_SQL_Error")
+			e2, _ := st.GetStringByName(0, "Last_IO_Error")
+			detail = fmt.Sprintf(" (SQL error: %q, IO error: %q)", e1, e2)
+		}
+		return fmt.Errorf("testenv: the replica did not reach %s within %s%s", pos, timeout, detail)
+	}
+	return nil
+}

@@ -196,7 +196,7 @@ func TestFailoverToReplica(t *testing.T) {
 	e.waitCaughtUp(p, 2*time.Minute)
 	w.run(t, 150)
 	e.waitCaughtUp(p, 2*time.Minute)
-	p.kill() // the primary's host dies with cdcsync on it
+	p.kill()      // the primary's host dies with cdcsync on it
 	w.run(t, 100) // written on the primary after cdcsync's last commit
 	if err := replica.WaitReplicated(primary, time.Minute); err != nil {
 		t.Fatal(err)

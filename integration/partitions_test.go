@@ -34,17 +34,19 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// TestCopyManyPartitionsLowFileLimit copies a 100k-row table spread over
-// 100k partitions with the daemon under `ulimit -n 256`, then streams a
-// transaction that moves 20k of its rows to other partitions and deletes
-// 10k more.
+// TestCopyManyPartitionsLowFileLimit copies a table of n rows (default
+// 30,000; CDCSYNC_FINEPARTS_ROWS, e.g. 100000 for the long run) spread over
+// as many partitions with the daemon under `ulimit -n 256`, then streams a
+// transaction that moves a fifth of its rows to other partitions and deletes
+// a tenth more.
 func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	const dbName = "it_fineparts"
+	n := envInt(t, "CDCSYNC_FINEPARTS_ROWS", 30000)
 	e := newEnv(t, dbName, envOptions{tables: `tables:
   - match: it_fineparts.orders
     partition: ["day(created_at)"]`, extra: "maintenance:\n  enabled: false"})
 	e.exec("CREATE TABLE it_fineparts.orders (id BIGINT NOT NULL PRIMARY KEY, created_at DATETIME(6) NOT NULL, customer_id INT NOT NULL, amount DECIMAL(10,2), note VARCHAR(40))")
-	e.exec(`INSERT INTO it_fineparts.orders SELECT seq, TIMESTAMP('1800-01-01') + INTERVAL seq DAY + INTERVAL seq SECOND, seq % 1000, (seq % 20000) / 100 - 100, CONCAT('n', seq) FROM it_fineparts.seq_1_to_100000`)
+	e.exec(fmt.Sprintf(`INSERT INTO it_fineparts.orders SELECT seq, TIMESTAMP('1800-01-01') + INTERVAL seq DAY + INTERVAL seq SECOND, seq %% 1000, (seq %% 20000) / 100 - 100, CONCAT('n', seq) FROM it_fineparts.seq_1_to_%d`, n))
 
 	// check says whether the limit is enough, before anything runs.
 	out, _ := runLimited(t, 100, "check", "--config", e.cfgPath)
@@ -65,8 +67,8 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	}
 	e.assertMirrors("orders")
 
-	e.exec(`UPDATE it_fineparts.orders SET created_at = created_at + INTERVAL 1 DAY, note = 'moved' WHERE id <= 20000`)
-	e.exec(`DELETE FROM it_fineparts.orders WHERE id > 90000`)
+	e.exec(fmt.Sprintf(`UPDATE it_fineparts.orders SET created_at = created_at + INTERVAL 1 DAY, note = 'moved' WHERE id <= %d`, n/5))
+	e.exec(fmt.Sprintf(`DELETE FROM it_fineparts.orders WHERE id > %d`, n-n/10))
 	e.waitCaughtUp(p, 5*time.Minute)
 	e.assertMirrors("orders")
 	if code := p.stop(t); code != 0 {
@@ -233,10 +235,10 @@ func (w *fineWorkload) txn() error {
 // low open-file limit with compactions during the run, SIGKILLed again and
 // again. At the end every table equals MySQL row for row.
 //
-// CDCSYNC_CRASH_ROUNDS (default 20), CDCSYNC_CRASH_SEED and
+// CDCSYNC_CRASH_ROUNDS (default 10: about two minutes on two cores, most
+// of it the catch-up after the last kill), CDCSYNC_CRASH_SEED and
 // CDCSYNC_CRASH_NOFILE (default 256) make it the long acceptance run, e.g.
-// CDCSYNC_CRASH_ROUNDS=60 CDCSYNC_CRASH_NOFILE=1024 for eight minutes and
-// sixty kills.
+// CDCSYNC_CRASH_ROUNDS=60 CDCSYNC_CRASH_NOFILE=1024 for sixty kills.
 func TestCrashRecoveryFinePartitions(t *testing.T) {
 	const dbName = "it_finecrash"
 	var rules strings.Builder
@@ -251,7 +253,7 @@ func TestCrashRecoveryFinePartitions(t *testing.T) {
 		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, TIMESTAMP('1995-01-01') + INTERVAL (seq * 7919) %% 10950 DAY + INTERVAL seq SECOND, seq %% 1000, (seq %% 20000) / 100 - 100, 'seed' FROM %s.seq_1_to_%d", dbName, ft.name, dbName, fineSeedRows))
 	}
 	seed := uint64(envInt(t, "CDCSYNC_CRASH_SEED", int(time.Now().UnixNano()%1e9)))
-	rounds := envInt(t, "CDCSYNC_CRASH_ROUNDS", 20)
+	rounds := envInt(t, "CDCSYNC_CRASH_ROUNDS", 10)
 	nofile := envInt(t, "CDCSYNC_CRASH_NOFILE", 256)
 	t.Logf("seed %d, %d rounds, ulimit -n %d", seed, rounds, nofile)
 	conn, err := db.Connect(testenv.RootUser, "", dbName)

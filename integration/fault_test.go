@@ -137,7 +137,7 @@ func anyContains(seen []string, s string) bool {
 }
 
 // TestOutagesAreWaitedOut: MinIO refusing connections for longer than the
-// five commit attempts used to last, MinIO blackholed (the request timeout
+// five commit attempts used to last (about 16 s), MinIO blackholed (the request timeout
 // cuts it), MinIO resetting connections, the PostgreSQL catalog down and
 // blackholed, and MySQL unreachable, each while the workload runs. The daemon stays up through all of them, /readyz says
 // 503 with the reason during a storage outage and 200 after, and every
@@ -160,11 +160,11 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 		d           time.Duration
 		stalled     bool // /readyz must report stalled commits
 	}{
-		{"MinIO down", f.s3.Disable, f.s3.Enable, 30 * time.Second, true},
-		{"MinIO blackholed", f.s3.Blackhole, f.s3.Clear, 15 * time.Second, true},
-		{"MinIO resets connections", func() error { return f.s3.ResetPeer(50) }, f.s3.Clear, 10 * time.Second, false},
-		{"PostgreSQL catalog down", f.pg.Disable, f.pg.Enable, 20 * time.Second, true},
-		{"PostgreSQL catalog blackholed", f.pg.Blackhole, f.pg.Clear, 15 * time.Second, true},
+		{"MinIO down", f.s3.Disable, f.s3.Enable, 22 * time.Second, true},
+		{"MinIO blackholed", f.s3.Blackhole, f.s3.Clear, 12 * time.Second, true},
+		{"MinIO resets connections", func() error { return f.s3.ResetPeer(50) }, f.s3.Clear, 6 * time.Second, false},
+		{"PostgreSQL catalog down", f.pg.Disable, f.pg.Enable, 12 * time.Second, true},
+		{"PostgreSQL catalog blackholed", f.pg.Blackhole, f.pg.Clear, 12 * time.Second, true},
 		{"MySQL down", f.mysql.Disable, f.mysql.Enable, 20 * time.Second, false},
 	}
 	for _, s := range steps {

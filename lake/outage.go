@@ -156,10 +156,14 @@ func (c *idleConn) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	n, err := c.Conn.Write(b)
-	c.observe(n, err)
+	if err != nil {
+		c.reach.observe(err)
+	}
 	return n, err
 }
 
+// observe counts an answer of the server as a success; a write that the
+// kernel buffered proves nothing (a blackholed route accepts them).
 func (c *idleConn) observe(n int, err error) {
 	if n > 0 {
 		c.reach.observe(nil)

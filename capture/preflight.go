@@ -112,7 +112,7 @@ func pfVersionLess(a, b string) bool {
 
 // pfVars are the global variables the checks read.
 var pfVars = []string{"log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
-	"binlog_row_value_options", "server_id", "gtid_mode"}
+	"binlog_row_value_options", "server_id", "gtid_mode", "gtid_strict_mode"}
 
 // Preflight runs every check against the connected server and the tables
 // src selects, and returns all findings (OK ones too, for `cdcsync check` to
@@ -276,7 +276,12 @@ func (p *pfRun) checkServerID() {
 
 func (p *pfRun) checkGTID() {
 	if p.flavor == cdcsync.FlavorMariaDB {
-		p.ok("gtid", "MariaDB always writes GTIDs; positions are GTIDs")
+		if v := strings.ToUpper(p.vars["gtid_strict_mode"]); v == "ON" || v == "1" {
+			p.ok("gtid", "MariaDB always writes GTIDs; positions are GTIDs, and gtid_strict_mode is ON")
+			return
+		}
+		p.warn("gtid", "gtid_strict_mode is OFF on %s: MariaDB then lets a domain's GTID sequence numbers go back (a replica taking writes, SET gtid_seq_no), "+
+			"which cdcsync's positions cannot express; cdcsync stops if it sees that happen. Turn it on: SET GLOBAL gtid_strict_mode=ON (and gtid_strict_mode=1 in my.cnf)", p.addr)
 		return
 	}
 	mode := strings.ToUpper(p.vars["gtid_mode"])

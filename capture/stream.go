@@ -363,6 +363,26 @@ func (r *reader) progress() *cdcsync.Txn {
 	return &cdcsync.Txn{Progress: true, Pos: pos}
 }
 
+// ErrGTIDOrder means MariaDB wrote a GTID whose sequence number is not
+// above the last one of its domain (possible without gtid_strict_mode).
+// A position is the last GTID of each domain, so such a transaction would
+// count as already applied after a restart: cdcsync stops instead.
+var ErrGTIDOrder = errors.New("a GTID sequence number went back")
+
+// mariadbInOrder checks that gtid follows the GTIDs of set in its domain.
+func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
+	if set == "" {
+		return nil
+	}
+	covered, err := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}.Covers(&cdcsync.Txn{GTID: gtid})
+	if err != nil || !covered {
+		return err
+	}
+	return fmt.Errorf("%w: MariaDB wrote GTID %s after %s (at %s); cdcsync's positions hold the last sequence number of each domain, "+
+		"so such a transaction would be skipped after a restart. Turn on gtid_strict_mode (SET GLOBAL gtid_strict_mode=ON, and gtid_strict_mode=1 in my.cnf) "+
+		"so that the server refuses such writes, then copy the tables again (cdcsync resync --offline --all)", ErrGTIDOrder, gtid, set, at)
+}
+
 func advanceGTIDs(flavor, set, gtid string) (string, error) {
 	if flavor == cdcsync.FlavorMariaDB {
 		return cdcsync.AdvanceMariaDBGTIDSet(set, gtid)
@@ -400,7 +420,11 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 			return r.progress(), nil
 		}
 	case *replication.MariadbGTIDEvent:
-		r.txn = &cdcsync.Txn{GTID: fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)}
+		gtid := fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)
+		if err := mariadbInOrder(r.gtids, gtid, r.position()); err != nil {
+			return nil, err
+		}
+		r.txn = &cdcsync.Txn{GTID: gtid}
 		r.inTxn = !e.IsStandalone()
 	case *replication.GTIDEvent:
 		return nil, r.mysqlGTID(e)

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
 )
 
 // TestStreamReconnects: a binlog connection that the server drops, between
@@ -323,4 +324,53 @@ func TestStreamPositionLost(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Without gtid_strict_mode MariaDB lets a session write a GTID whose
+// sequence number is below its domain's last one. A position holds the last
+// sequence number per domain, so after a restart that transaction would be
+// skipped: the stream stops on it with ErrGTIDOrder and the fix, and the
+// preflight warns about the setting (issue 13).
+func TestStreamStopsWhenGTIDsGoBack(t *testing.T) {
+	db := rdbStart(t, "--gtid-strict-mode=OFF")
+	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, root, "CREATE DATABASE go", "CREATE TABLE go.t (id INT PRIMARY KEY)", "INSERT INTO go.t VALUES (1)")
+
+	findings, _, err := Preflight(context.Background(), root, &config.Source{Host: db.Host, Port: db.Port, User: "root", ServerID: 4242, Include: []string{"go.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, f := range findings {
+		warned = warned || (f.Check == "gtid" && f.Warning && strings.Contains(f.Message, "SET GLOBAL gtid_strict_mode=ON"))
+	}
+	if !warned {
+		t.Errorf("the preflight does not warn that gtid_strict_mode is off: %+v", findings)
+	}
+
+	start := rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
+	cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test",
+		Start: cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: start}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := make(chan *cdcsync.Txn, 64)
+	done := make(chan error, 1)
+	go func() { done <- Stream(ctx, cfg, out) }()
+	rdbExec(t, root, "INSERT INTO go.t VALUES (2)", "INSERT INTO go.t VALUES (3)")
+	for got := 0; got < 2; {
+		select {
+		case txn := <-out:
+			if !txn.Progress {
+				got++
+			}
+		case err := <-done:
+			t.Fatalf("Stream returned early: %v", err)
+		}
+	}
+	rdbExec(t, root, "SET SESSION gtid_seq_no = 2", "INSERT INTO go.t VALUES (4)")
+	err = <-done
+	if !errors.Is(err, ErrGTIDOrder) || !strings.Contains(err.Error(), "gtid_strict_mode") {
+		t.Fatalf("Stream returned %v, want ErrGTIDOrder naming gtid_strict_mode", err)
+	}
+	t.Log(err)
 }

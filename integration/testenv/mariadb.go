@@ -84,7 +84,7 @@ type MariaDB struct {
 
 // StartMariaDB initialises a data directory with mariadb-install-db, starts
 // mariadbd on a free 127.0.0.1 port with the binlog on (ROW, FULL row image,
-// FULL row metadata, server id 1; MariaDB always writes GTIDs), waits until
+// FULL row metadata, server id 1, gtid_strict_mode on; MariaDB always writes GTIDs), waits until
 // it answers SELECT 1, and creates the ReplUser and NoReplUser accounts.
 func StartMariaDB(opts MariaDBOptions) (*MariaDB, error) {
 	mariadbd, err := findBinary("mariadbd", "/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin")
@@ -187,6 +187,7 @@ func (m *MariaDB) args(port int) []string {
 		"--binlog-row-image=FULL",
 		"--binlog-row-metadata=FULL",
 		"--server-id=1",
+		"--gtid-strict-mode=ON", // as cdcsync's check recommends
 		"--skip-name-resolve",
 		"--log-error="+m.ErrorLog,
 		"--pid-file="+filepath.Join(m.Dir, "mariadbd.pid"),

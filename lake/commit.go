@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -34,22 +35,9 @@ func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 	meta := tbl.Metadata()
 	for s := meta.CurrentSnapshot(); s != nil; {
 		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == pipeline {
-			props := s.Summary.Properties
-			epoch, err := strconv.ParseInt(props[SummaryEpoch], 10, 64)
-			if err != nil {
-				return Committed{}, fmt.Errorf("snapshot %d of %s has a malformed %s %q", s.SnapshotID, strings.Join(tbl.Identifier(), "."), SummaryEpoch, props[SummaryEpoch])
-			}
-			pos, err := cdcsync.DecodePosition(props[SummaryPosition])
+			c, err := parseCommitted(s.Summary.Properties)
 			if err != nil {
 				return Committed{}, fmt.Errorf("snapshot %d of %s: %w", s.SnapshotID, strings.Join(tbl.Identifier(), "."), err)
-			}
-			c := Committed{Epoch: epoch, Pos: pos, Found: true}
-			if after, ok := props[SummaryCopyAfter]; ok {
-				rows, err := strconv.ParseInt(props[SummaryCopyRows], 10, 64)
-				if err != nil {
-					return Committed{}, fmt.Errorf("snapshot %d of %s has a malformed %s %q", s.SnapshotID, strings.Join(tbl.Identifier(), "."), SummaryCopyRows, props[SummaryCopyRows])
-				}
-				c.Copy = &cdcsync.CopyState{After: after, Rows: rows}
 			}
 			return c, nil
 		}
@@ -58,7 +46,61 @@ func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
+	// The snapshots of this pipeline's commits can be gone (an external
+	// expire_snapshots that kept only a compaction's): every commit also
+	// records what it committed in a table property, in the same catalog
+	// commit, which expiry does not touch.
+	if v, ok := meta.Properties()[PropCommitted+pipeline]; ok {
+		var props map[string]string
+		if err := json.Unmarshal([]byte(v), &props); err != nil {
+			return Committed{}, fmt.Errorf("table %s: property %s%s is malformed: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
+		}
+		c, err := parseCommitted(props)
+		if err != nil {
+			return Committed{}, fmt.Errorf("table %s: property %s%s: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
+		}
+		return c, nil
+	}
 	return Committed{}, nil
+}
+
+// parseCommitted reads an epoch commit's summary (or its copy in
+// PropCommitted).
+func parseCommitted(props map[string]string) (Committed, error) {
+	epoch, err := strconv.ParseInt(props[SummaryEpoch], 10, 64)
+	if err != nil {
+		return Committed{}, fmt.Errorf("malformed %s %q", SummaryEpoch, props[SummaryEpoch])
+	}
+	pos, err := cdcsync.DecodePosition(props[SummaryPosition])
+	if err != nil {
+		return Committed{}, err
+	}
+	c := Committed{Epoch: epoch, Pos: pos, Found: true}
+	if after, ok := props[SummaryCopyAfter]; ok {
+		rows, err := strconv.ParseInt(props[SummaryCopyRows], 10, 64)
+		if err != nil {
+			return Committed{}, fmt.Errorf("malformed %s %q", SummaryCopyRows, props[SummaryCopyRows])
+		}
+		c.Copy = &cdcsync.CopyState{After: after, Rows: rows}
+	}
+	return c, nil
+}
+
+// PropCommitted + the pipeline name is the table property that repeats
+// the summary of the pipeline's last epoch commit to the table.
+const PropCommitted = "cdcsync.committed."
+
+// recordCommitted stages, in tx, the table property that repeats the epoch
+// commit's summary sum.
+func (t *Table) recordCommitted(tx *table.Transaction, sum iceberg.Properties) error {
+	b, err := json.Marshal(map[string]string(sum))
+	if err != nil {
+		return err
+	}
+	if err := tx.SetProperties(iceberg.Properties{PropCommitted + t.pipeline: string(b)}); err != nil {
+		return fmt.Errorf("%s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // Epoch identifies one commit of the pipeline.
@@ -111,7 +153,7 @@ func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
 	if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
 		return fmt.Errorf("record the start of the copy of %s: %w", t.ID, err)
 	}
-	if err := t.finish(ctx, tx, e, base); err != nil {
+	if err := t.finish(ctx, tx, e, base, t.summary(e, copying)); err != nil {
 		return err
 	}
 	t.state.copying.Store(copying)
@@ -163,7 +205,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
 			return fmt.Errorf("record the copy progress of %s: %w", t.ID, err)
 		}
-		return t.finish(ctx, tx, e, base)
+		return t.finish(ctx, tx, e, base, t.summary(e, copying))
 	}
 	data, dels, err := t.epochFiles(ctx, base, e, deletes, rows)
 	if err != nil {
@@ -175,7 +217,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if err := rd.Commit(ctx); err != nil {
 		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
 	}
-	err = t.finish(ctx, tx, e, base)
+	err = t.finish(ctx, tx, e, base, t.summary(e, copying))
 	switch {
 	case err == nil:
 		t.state.pending = nil
@@ -240,8 +282,12 @@ func (t *Table) removeFiles(ctx context.Context, tbl *table.Table, files []icebe
 	}
 }
 
-// finish commits the staged transaction and reconciles on failure.
-func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table) error {
+// finish records the epoch commit's summary sum as a table property too,
+// commits the staged transaction and reconciles on failure.
+func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, sum iceberg.Properties) error {
+	if err := t.recordCommitted(tx, sum); err != nil {
+		return err
+	}
 	if t.BeforeCommit != nil {
 		t.BeforeCommit()
 	}

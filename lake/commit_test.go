@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
 )
 
@@ -112,4 +114,42 @@ func TestConflictRemovesTheAttemptsFiles(t *testing.T) {
 	if left := added(before, e.parquetFiles()); strings.Join(left, ",") != strings.Join(theirs, ",") {
 		t.Errorf("after the conflict these files are new: %v; only the other writer's should be: %v", left, theirs)
 	}
+}
+
+// An external expire_snapshots that keeps only the newest snapshot, a
+// compaction's, leaves no snapshot of the pipeline: the committed position
+// still reads back (from the table property every commit also sets), so
+// cdcsync does not take the table for a new one and copy it again (issue 13).
+func TestCommittedSurvivesExternalExpiry(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.churn(4)
+	want, err := e.tbl.Committed()
+	if err != nil || !want.Found {
+		t.Fatalf("committed %+v, %v", want, err)
+	}
+	if _, err := e.tbl.Compact(ctx, CompactOptions{Force: true, TargetFileSize: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	// Another engine expires every snapshot but the newest.
+	other := e.second("maintenance-job")
+	tx := other.Iceberg().NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reopened := e.second("p")
+	got, err := reopened.Committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reopened.Iceberg().Metadata().Snapshots()); n != 1 {
+		t.Fatalf("the expiry kept %d snapshots, want 1", n)
+	}
+	if !got.Found || got.Epoch != want.Epoch || got.Pos != want.Pos {
+		t.Fatalf("after the expiry the table reads as committed %+v, want %+v", got, want)
+	}
+	e.assertModel(reopened.Iceberg())
 }

@@ -396,7 +396,7 @@ func (t *Table) truncate(ctx context.Context, e Epoch) error {
 	if err := tx.AddFiles(ctx, nil, t.summary(e, t.Copying()), false); err != nil {
 		return fmt.Errorf("record the truncation of %s: %w", t.ID, err)
 	}
-	return t.finish(ctx, tx, e, base)
+	return t.finish(ctx, tx, e, base, t.summary(e, t.Copying()))
 }
 
 // rename renames the Iceberg table to the identifier of the MySQL table's
@@ -483,6 +483,9 @@ func (l *Lake) evolve(ctx context.Context, t *Table, e Epoch, ch *cdcsync.Schema
 	if (ch.NeedsRewrite() || readd) && base.CurrentSnapshot() != nil {
 		rewritten, err = t.rewriteRows(ctx, tx, staged.Table, nt, e, ch)
 		if err != nil {
+			return nil, err
+		}
+		if err := t.recordCommitted(tx, t.summary(e, t.Copying())); err != nil {
 			return nil, err
 		}
 	}

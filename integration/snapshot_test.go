@@ -354,15 +354,40 @@ func TestResync(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "copying "+dbName+".a afresh") {
 		t.Fatalf("online resync: exit %d, output %q; daemon output:\n%s", code, out, p.output())
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Readers keep seeing the whole table while it is copied again (the
+	// copy runs on a branch): never empty, never half-copied.
+	lk := e.openLake()
+	ts := e.mysqlSchema("a")
+	for i := 0; i < 10; i++ {
+		tbl, err := lk.LoadTable(context.Background(), lk.Identifier(dbName, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := lake.ReadRows(context.Background(), tbl, ts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) < 3000 {
+			t.Fatalf("during the resync readers see %d rows of %s.a; the table has at least 3000", len(rows), dbName)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	e.waitCaughtUp(p, 2*time.Minute)
 	if !strings.Contains(p.output(), "copying the table afresh (resync)") {
 		t.Errorf("the daemon did not log the resync; output:\n%s", p.output())
 	}
 	e.assertCopiedAgain("a", 1)
-	_, metrics := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if !strings.Contains(metrics, "\ncdcsync_copy_tables 0\n") {
-		t.Errorf("/metrics does not show cdcsync_copy_tables 0 after the copies")
+	// The copy metrics are refreshed every second.
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, metrics = httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if strings.Contains(metrics, "\ncdcsync_copy_tables 0\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/metrics does not show cdcsync_copy_tables 0 after the copies")
+			break
+		}
 	}
 	copied := 0.0
 	for _, line := range strings.Split(metrics, "\n") {

@@ -33,7 +33,9 @@ func (t *Table) Committed() (Committed, error) {
 
 func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 	meta := tbl.Metadata()
-	for s := meta.CurrentSnapshot(); s != nil; {
+	// A recopy commits to CopyBranch until it is done: its lineage holds
+	// the table's progress.
+	for s := head(meta, refOf(meta)); s != nil; {
 		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == pipeline {
 			c, err := parseCommitted(s.Summary.Properties)
 			if err != nil {
@@ -136,16 +138,36 @@ func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
 	defer t.state.commitMu.Unlock()
 	copying := &cdcsync.CopyState{}
 	base := t.current()
-	tx := base.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return fmt.Errorf("%s: %w", t.ID, err)
+	// A table that holds rows is copied again on CopyBranch: readers of
+	// main keep its last contents until the copy is done and main moves
+	// to it in one commit (promote).
+	ref := table.MainBranch
+	if h := head(base.Metadata(), table.MainBranch); h != nil {
+		ref = CopyBranch
+		if head(base.Metadata(), CopyBranch) == nil {
+			// The branch starts at main's head (a catalog commit of its
+			// own: a transaction cannot delete on a branch it creates).
+			// A crash after it leaves a branch with nothing of the copy,
+			// which the next load promotes (a no-op) and the recopy mark
+			// starts again.
+			id := h.SnapshotID
+			if err := t.setRefs(ctx, base, []table.Requirement{table.AssertRefSnapshotID(CopyBranch, nil)},
+				table.NewSetSnapshotRefUpdate(CopyBranch, id, table.BranchRef, -1, -1, -1)); err != nil {
+				return fmt.Errorf("start the copy branch of %s: %w", t.ID, err)
+			}
+			base = t.current()
+		}
+	}
+	tx, err := t.newTx(base, ref)
+	if err != nil {
+		return err
 	}
 	if _, ok := t.NeedsRecopy(); ok {
 		if err := tx.RemoveProperties([]string{PropRecopy}); err != nil {
 			return fmt.Errorf("%s: %w", t.ID, err)
 		}
 	}
-	if base.CurrentSnapshot() != nil {
+	if head(base.Metadata(), ref) != nil {
 		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, copying)); err != nil {
 			return fmt.Errorf("empty %s for its copy: %w", t.ID, err)
 		}
@@ -189,6 +211,9 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	}
 	if copying != nil && copying.Done {
 		copying = nil
+		if err := t.promote(ctx); err != nil {
+			return err
+		}
 	}
 	t.state.copying.Store(copying)
 	return nil
@@ -196,9 +221,9 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 
 func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
 	base := t.current()
-	tx := base.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return fmt.Errorf("%s: %w", t.ID, err)
+	tx, err := t.newTx(base, refOf(base.Metadata()))
+	if err != nil {
+		return err
 	}
 	if len(deletes) == 0 && len(rows) == 0 {
 		// Only the copy's progress (an empty chunk, the end of the copy).
@@ -307,8 +332,9 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 		t.setCurrent(fresh)
 		return nil
 	}
-	if cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot(); snapshotID(cur) != snapshotID(old) {
-		if onlyRewritesSince(fresh, base) {
+	ref := refOf(base.Metadata())
+	if cur, old := head(fresh.Metadata(), ref), head(base.Metadata(), ref); snapshotID(cur) != snapshotID(old) {
+		if ref == table.MainBranch && onlyRewritesSince(fresh, base) {
 			// Rewrites (a cdcsync compaction, Spark's rewrite_data_files or
 			// rewrite_manifests) keep the rows as they are. This commit only
 			// adds files, whose equality deletes get a higher sequence number
@@ -332,6 +358,86 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	}
 	t.setCurrent(fresh)
 	return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
+}
+
+// CopyBranch is the branch a table that holds rows is copied again on
+// (cdcsync resync, a recopy): its commits go there until the copy is done,
+// then main is moved to its head in one catalog commit and the branch is
+// removed. Readers of main see the last contents meanwhile, never an empty
+// or half-copied table.
+const CopyBranch = "cdcsync-copy"
+
+// refOf returns the branch the table's epoch commits go to.
+func refOf(meta table.Metadata) string {
+	for name := range meta.Refs() {
+		if name == CopyBranch {
+			return CopyBranch
+		}
+	}
+	return table.MainBranch
+}
+
+// head returns the snapshot ref points at, nil when none.
+func head(meta table.Metadata, ref string) *table.Snapshot {
+	if ref == table.MainBranch {
+		return meta.CurrentSnapshot()
+	}
+	return meta.SnapshotByName(ref)
+}
+
+// newTx starts a transaction on ref that asserts the ref is where cdcsync
+// last saw it (absent, for a branch not created yet).
+func (t *Table) newTx(base *table.Table, ref string) (*table.Transaction, error) {
+	tx, err := base.NewTransactionOnBranchWithError(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.ID, err)
+	}
+	if err := tx.AssertRefSnapshotID(ref); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.ID, err)
+	}
+	return tx, nil
+}
+
+// promote ends a recopy: main moves to CopyBranch's head and the branch
+// goes, in one catalog commit. It does nothing when no recopy branch
+// exists. A crash before it leaves the branch with a completed copy, which
+// the table's next load promotes.
+func (t *Table) promote(ctx context.Context) error {
+	cur := t.current()
+	meta := cur.Metadata()
+	h := head(meta, CopyBranch)
+	if h == nil {
+		return nil
+	}
+	id := h.SnapshotID
+	err := t.setRefs(ctx, cur, []table.Requirement{table.AssertRefSnapshotID(CopyBranch, &id)},
+		table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1),
+		table.NewRemoveSnapshotRefUpdate(CopyBranch))
+	if err != nil {
+		// The catalog may have applied it: the reloaded table says.
+		fresh, lerr := t.reload(ctx)
+		if lerr == nil && head(fresh.Metadata(), CopyBranch) == nil && snapshotID(fresh.CurrentSnapshot()) == id {
+			t.setCurrent(fresh)
+			return nil
+		}
+		return fmt.Errorf("make the new copy of %s visible (move main to snapshot %d of branch %s): %w", t.ID, id, CopyBranch, err)
+	}
+	return nil
+}
+
+// setRefs commits ref updates to the table in the catalog, with reqs and
+// the table's identity as requirements, and reloads it.
+func (t *Table) setRefs(ctx context.Context, base *table.Table, reqs []table.Requirement, updates ...table.Update) error {
+	reqs = append(reqs, table.AssertTableUUID(base.Metadata().TableUUID()))
+	if _, _, err := t.cat.CommitTable(ctx, t.Ident, reqs, updates); err != nil {
+		return err
+	}
+	fresh, err := t.reload(ctx)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", t.ID, err)
+	}
+	t.setCurrent(fresh)
+	return nil
 }
 
 func snapshotID(s *table.Snapshot) int64 {

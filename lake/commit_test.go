@@ -153,3 +153,64 @@ func TestCommittedSurvivesExternalExpiry(t *testing.T) {
 	}
 	e.assertModel(reopened.Iceberg())
 }
+
+// A table that holds rows is copied again on a branch: readers of main see
+// the last contents while the copy runs (never an empty or half-copied
+// table), and the commit that completes the copy makes it visible at once.
+// A crash between that commit and the switch is finished by the next load.
+func TestRecopyKeepsTheLastContentsVisible(t *testing.T) {
+	ctx := context.Background()
+	for _, crash := range []bool{false, true} {
+		e := newKV(t, "p")
+		e.churn(3)
+		old := map[int64]string{}
+		for k, v := range e.model {
+			old[k] = v
+		}
+		e.epoch++
+		if err := e.tbl.StartCopy(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}); err != nil {
+			t.Fatal(err)
+		}
+		e.model = old
+		e.assertModel(e.tbl.Iceberg()) // main: unchanged
+		if c, err := e.tbl.Committed(); err != nil || c.Copy == nil || c.Epoch != e.epoch {
+			t.Fatalf("after StartCopy the table reads as committed %+v (%v); want the copy's start", c, err)
+		}
+		// Two chunks of the new copy, the first one not the last.
+		e.epoch++
+		chunk1 := []cdcsync.Row{{int64(1), "copied"}, {int64(2), "copied"}}
+		if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, nil, chunk1, &cdcsync.CopyState{After: "2", Rows: 2}); err != nil {
+			t.Fatal(err)
+		}
+		e.assertModel(e.tbl.Iceberg()) // main: still unchanged
+		e.epoch++
+		chunk2 := []cdcsync.Row{{int64(3), "copied"}}
+		last := &cdcsync.CopyState{After: "3", Rows: 3, Done: true}
+		if crash {
+			// The copy's last commit lands on the branch; the process dies
+			// before main moves.
+			e.tbl.state.commitMu.Lock()
+			err := e.tbl.commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, nil, chunk2, last)
+			e.tbl.state.commitMu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.assertModel(e.tbl.Iceberg())
+			e.tbl = e.second("p") // the next start loads the table
+		} else if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, nil, chunk2, last); err != nil {
+			t.Fatal(err)
+		}
+		e.model = map[int64]string{1: "copied", 2: "copied", 3: "copied"}
+		e.assertModel(e.tbl.Iceberg())
+		meta := e.tbl.Iceberg().Metadata()
+		if refOf(meta) != table.MainBranch {
+			t.Errorf("crash=%v: the copy branch is still there", crash)
+		}
+		if c, err := e.tbl.Committed(); err != nil || c.Copy != nil || c.Epoch != e.epoch {
+			t.Fatalf("crash=%v: after the copy the table reads as committed %+v (%v)", crash, c, err)
+		}
+		// Streaming goes on on main.
+		e.commit(nil, []int64{4}, "streamed", []int64{1})
+		e.assertModel(e.tbl.Iceberg())
+	}
+}

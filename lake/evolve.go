@@ -384,11 +384,12 @@ func toStored(s cdcsync.Shadow, pos cdcsync.Position) storedShadow {
 func (t *Table) truncate(ctx context.Context, e Epoch) error {
 	ctx = t.scope(ctx)
 	base := t.current()
-	tx := base.NewTransaction()
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return fmt.Errorf("%s: %w", t.ID, err)
+	ref := refOf(base.Metadata()) // a table being copied again is truncated on its copy branch
+	tx, err := t.newTx(base, ref)
+	if err != nil {
+		return err
 	}
-	if base.CurrentSnapshot() != nil {
+	if head(base.Metadata(), ref) != nil {
 		if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, t.Copying())); err != nil {
 			return fmt.Errorf("truncate %s: %w", t.ID, err)
 		}

@@ -34,6 +34,7 @@ type Table struct {
 	Schema *cdcsync.TableSchema
 
 	state    *tableState
+	cat      catalog.Catalog // for the catalog commits a transaction cannot express (promote)
 	scope    func(context.Context) context.Context
 	pipeline string
 	dataOut  *rowLayout // data files: every column
@@ -211,7 +212,7 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			t.schemaPos = pos
 			return t, nil
 		}
-		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, schemaPos: pos}, nil
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, cat: l.cat, schemaPos: pos}, nil
 	}
 	if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
 		return nil, err
@@ -232,6 +233,13 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		return nil, err
 	}
 	t.schemaPos = pos
+	if refOf(tbl.Metadata()) == CopyBranch && t.Copying() == nil {
+		// A recopy whose last commit completed it, then a crash before
+		// main moved to it: finish the switch.
+		if err := t.promote(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -349,7 +357,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline,
+	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
 		eqFile:   eqFile,

@@ -69,6 +69,12 @@ type Source struct {
 	Exclude        []string `yaml:"exclude"`         // patterns that exclude
 	ConnectTimeout Duration `yaml:"connect_timeout"` // default 10s
 	TLS            TLS      `yaml:"tls"`
+	// OnPositionLost is what run does with a table whose committed binlog
+	// position the server no longer has (purged, or a server without its
+	// history): fail (default: exit with the tables and the recovery) or
+	// recopy (copy it again from the server's current position, its last
+	// contents visible meanwhile, while the other tables stream).
+	OnPositionLost string `yaml:"on_position_lost"`
 
 	keepShadows bool // ddl.online_schema_change: off (see ddl.go)
 }
@@ -81,6 +87,12 @@ type TLS struct {
 	KeyFile    string `yaml:"key_file"`    // client key, with cert_file
 	ServerName string `yaml:"server_name"` // overrides the host name checked in verify-full
 }
+
+// source.on_position_lost policies.
+const (
+	PositionLostFail   = "fail"
+	PositionLostRecopy = "recopy"
+)
 
 // TLS modes.
 const (
@@ -354,6 +366,8 @@ func (c *Config) applyDefaults() {
 	num("source.port", &s.Port, DefaultPort)
 	dur("source.connect_timeout", &s.ConnectTimeout, DefaultConnectTimeout)
 	str("source.tls.mode", &s.TLS.Mode, TLSDisabled)
+	str("source.on_position_lost", &s.OnPositionLost, PositionLostFail)
+	s.OnPositionLost = strings.ToLower(strings.TrimSpace(s.OnPositionLost))
 	s.TLS.Mode = strings.ToLower(strings.TrimSpace(s.TLS.Mode))
 
 	str("warehouse.location", &c.Warehouse.Location, DefaultLocation)

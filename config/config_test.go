@@ -68,6 +68,7 @@ source:
   include: ["shop.*", "!shop.tmp_*", "crm.customers"]
   exclude: ["shop.audit_log"]
   connect_timeout: 30s
+  on_position_lost: Recopy
   tls:
     mode: verify-full
     ca_file: /etc/cdcsync/ca.pem
@@ -155,6 +156,7 @@ var fullWant = Config{
 		Include:        []string{"shop.*", "!shop.tmp_*", "crm.customers"},
 		Exclude:        []string{"shop.audit_log"},
 		ConnectTimeout: Duration{30 * time.Second},
+		OnPositionLost: "recopy",
 		TLS: TLS{Mode: "verify-full", CAFile: "/etc/cdcsync/ca.pem", CertFile: "/etc/cdcsync/client.pem",
 			KeyFile: "/etc/cdcsync/client.key", ServerName: "mysql.internal"},
 		keepShadows: true, // ddl.online_schema_change: off
@@ -251,7 +253,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		Pipeline: "cdcsync",
 		Source: Source{Host: "127.0.0.1", Port: 3306, User: "cdcsync", ServerID: 4242, Include: []string{"shop.*"},
-			ConnectTimeout: Duration{10 * time.Second}, TLS: TLS{Mode: "disabled"}},
+			ConnectTimeout: Duration{10 * time.Second}, TLS: TLS{Mode: "disabled"}, OnPositionLost: "fail"},
 		Warehouse: Warehouse{Location: "./warehouse", S3: S3{Region: "us-east-1"}, MaxOpenFiles: 8, RequestTimeout: Duration{30 * time.Second}},
 		Catalog:   Catalog{Type: "sql", Name: "cdcsync", SQL: SQLCatalog{Driver: "sqlite", DSN: "./catalog.db"}},
 		Epoch:     Epoch{Interval: Duration{5 * time.Second}, MaxRows: 200000, MaxBytes: 128 << 20, CommitConcurrency: 4},
@@ -387,6 +389,8 @@ func TestValidationErrors(t *testing.T) {
 		extra string
 		wants []string
 	}{
+		{"bad on_position_lost", "  on_position_lost: resync\n",
+			[]string{`line 6: source.on_position_lost "resync" is not valid`, `use one of fail, recopy`}},
 		{"bad tls mode", "  tls:\n    mode: verify_identity\n",
 			[]string{`line 7: source.tls.mode "verify_identity" is not valid (did you mean verify-full?): use one of disabled, preferred, required, verify-ca, verify-full`}},
 		{"verify without ca", "  tls:\n    mode: verify-ca\n",
@@ -974,7 +978,7 @@ func TestExampleFile(t *testing.T) {
 }
 
 func TestNearest(t *testing.T) {
-	keys := []string{"host", "port", "user", "password", "password_file", "server_id", "include", "exclude", "connect_timeout", "tls"}
+	keys := []string{"host", "port", "user", "password", "password_file", "server_id", "include", "exclude", "connect_timeout", "tls", "on_position_lost"}
 	tests := map[string]string{
 		"servr_id": "server_id", "serverid": "server_id", "ServerID": "server_id", "server-id": "server_id",
 		"pasword": "password", "password-file": "password_file", "hots": "host", "connect_timout": "connect_timeout",

@@ -233,6 +233,7 @@ func (p *problems) source() {
 
 	t := &s.TLS
 	p.enum("source.tls.mode", t.Mode, tlsModes)
+	p.enum("source.on_position_lost", s.OnPositionLost, []string{PositionLostFail, PositionLostRecopy})
 	if (t.Mode == TLSVerifyCA || t.Mode == TLSVerifyFull) && t.CAFile == "" {
 		p.add("source.tls.ca_file", "source.tls.ca_file is missing: tls mode %s checks the server's certificate against a CA; set ca_file to the CA certificate (PEM), or use mode: required to encrypt without verifying", t.Mode)
 	}

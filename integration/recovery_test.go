@@ -98,7 +98,9 @@ func copyFile(t *testing.T, from, to string) {
 // streams with the tables, what is missing and the recovery, instead of
 // retrying for ever as a lost connection; after `cdcsync resync --offline
 // --all`, the next run copies them afresh from the server's current
-// position (not the purged checkpoint) and they equal MySQL (issue 14).
+// position (not the purged checkpoint) and they equal MySQL. Purged once
+// more, with source.on_position_lost: recopy run copies them again by
+// itself (issue 14).
 func TestPurgedPositionExits(t *testing.T) {
 	server, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
 	if err != nil {
@@ -147,7 +149,7 @@ func TestPurgedPositionExits(t *testing.T) {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	for _, want := range []string{"cannot stream what these tables need", dbName + ".a at mariadb:", "purged the binlog after it",
-		"cdcsync resync --offline --config FILE " + dbName + ".a " + dbName + ".b"} {
+		"cdcsync resync --offline --config FILE " + dbName + ".a " + dbName + ".b", "on_position_lost: recopy"} {
 		if !strings.Contains(p.output(), want) {
 			t.Errorf("output lacks %q:\n%s", want, p.output())
 		}
@@ -161,6 +163,27 @@ func TestPurgedPositionExits(t *testing.T) {
 	e.waitCaughtUp(p, time.Minute)
 	e.assertMirrors("a")
 	e.assertMirrors("b")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+
+	// With source.on_position_lost: recopy, run copies the tables whose
+	// position is gone again by itself.
+	e.exec("INSERT INTO " + dbName + ".a VALUES (3, 3)")
+	e.exec("UPDATE " + dbName + ".b SET v = 5")
+	e.exec("FLUSH BINARY LOGS")
+	if err := server.PurgeOldBinlogs(); err != nil {
+		t.Fatal(err)
+	}
+	e.rewriteConfig("  server_id:", "  on_position_lost: recopy\n  server_id:")
+	p = e.start()
+	e.exec("INSERT INTO " + dbName + ".a VALUES (4, 4)")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("a")
+	e.assertMirrors("b")
+	if strings.Count(p.output(), "copying it again from the current position") != 2 {
+		t.Errorf("the log does not say that both tables are copied again:\n%s", p.output())
+	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
 	}

@@ -335,9 +335,39 @@ func (d *daemon) session(ctx context.Context) error {
 	if horizon.IsZero() {
 		return fmt.Errorf("%w: could not read the server's binlog position", capture.ErrDisconnected)
 	}
+	// Every table's position must still be on the server (see
+	// lostPositions); source.on_position_lost says what happens otherwise.
+	var binlog *capture.Binlog
+	lost := map[cdcsync.TableID]string{}
+	if haveCkpt {
+		if binlog, lost, err = lostPositions(ctx, cfg, flavor, serverUUID, committed, recopy); err != nil {
+			return err
+		}
+	}
+	present := map[cdcsync.TableID]bool{}
+	for _, s := range schemas {
+		present[s.ID] = true
+	}
+	if len(lost) > 0 && cfg.Source.OnPositionLost != config.PositionLostRecopy {
+		return positionLostError(cfg, lost)
+	}
+	for id, msg := range lost {
+		if !present[id] {
+			// Dropped or renamed in MySQL while cdcsync was away, and the
+			// binlog up to that statement is gone: nothing to copy.
+			log.Warn("the MySQL table is gone and the server no longer has its binlog up to the DROP or RENAME; its Iceberg table keeps its last contents",
+				"table", id.String(), "position", committed[id].Pos.String(), "problem", msg)
+			delete(tables, id)
+			delete(committed, id)
+			continue
+		}
+		log.Warn("the server no longer has this table's binlog position; copying it again from the current position (source.on_position_lost: recopy), "+
+			"its Iceberg table shows its last contents until the new copy is complete",
+			"table", id.String(), "position", committed[id].Pos.String(), "problem", msg)
+	}
 	var fresh []cdcsync.TableID
 	for id, c := range committed {
-		if !c.Found || !haveCkpt || recopy[id] {
+		if !c.Found || !haveCkpt || recopy[id] || lost[id] != "" {
 			fresh = append(fresh, id)
 		}
 	}
@@ -411,7 +441,7 @@ func (d *daemon) session(ctx context.Context) error {
 		return exitError{1, errors.New("no binlog position to start from: the pipeline has no checkpoint and selects no table; check source.include")}
 	}
 	if haveCkpt {
-		if err := positionsOnServer(ctx, cfg, flavor, serverUUID, start, committed, clean); err != nil {
+		if err := startOnServer(binlog, &start, committed, clean); err != nil {
 			return err
 		}
 	}
@@ -495,55 +525,80 @@ func (d *daemon) session(ctx context.Context) error {
 	return err
 }
 
-// positionsOnServer checks that the server can stream what every table
-// needs: that no binlog after a table's committed position (or after the
-// stream's start) was purged, and that the server's history contains them
-// (after a failover, the new server must be a replica that has everything
-// cdcsync read). It fails with capture.ErrPositionLost naming the tables
-// and the recovery, before a stream is tried.
-func positionsOnServer(ctx context.Context, cfg *config.Config, flavor, serverUUID string, start cdcsync.Position,
-	committed map[cdcsync.TableID]lake.Committed, fresh map[cdcsync.TableID]bool) error {
+// lostPositions asks the server whether it can stream what every table
+// needs: no binlog after a table's committed position purged, and its
+// history containing the position (after a failover, the new server must
+// be a replica that has everything cdcsync read). It returns the tables it
+// cannot serve, with why; tables in skip (copied afresh anyway) are not
+// asked about.
+func lostPositions(ctx context.Context, cfg *config.Config, flavor, serverUUID string,
+	committed map[cdcsync.TableID]lake.Committed, skip map[cdcsync.TableID]bool) (*capture.Binlog, map[cdcsync.TableID]string, error) {
 	conn, err := capture.Connect(ctx, &cfg.Source)
 	if err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+		return nil, nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
 	defer conn.Close()
 	b, err := capture.ReadBinlog(ctx, conn, flavor, serverUUID)
 	if err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+		return nil, nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
-	var lost, names []string
+	lost := map[cdcsync.TableID]string{}
 	for id, c := range committed {
-		if !c.Found || fresh[id] {
+		if !c.Found || skip[id] {
 			continue
 		}
 		msg, err := b.Missing(c.Pos)
 		if err != nil {
-			return exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
+			return nil, nil, exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
 		}
 		if msg != "" {
-			lost = append(lost, fmt.Sprintf("%s at %s: %s", id, c.Pos, msg))
-			names = append(names, id.String())
+			lost[id] = fmt.Sprintf("at %s: %s", c.Pos, msg)
 		}
 	}
-	if len(lost) == 0 {
-		msg, err := b.Missing(start)
-		if err != nil || msg == "" {
-			return err
-		}
-		lost = append(lost, fmt.Sprintf("the pipeline checkpoint at %s: %s", start, msg))
+	return b, lost, nil
+}
+
+// positionLostError is the end of a session that found tables whose
+// positions the server lost, under source.on_position_lost: fail.
+func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string) error {
+	var lines, names []string
+	for id, msg := range lost {
+		lines = append(lines, id.String()+" "+msg)
+		names = append(names, id.String())
 	}
-	sort.Strings(lost)
+	sort.Strings(lines)
 	sort.Strings(names)
-	what := "these tables"
-	if len(names) == 0 {
-		names = []string{"--all"}
-		what = "the pipeline"
-	}
-	return fmt.Errorf("%w: %s:%d cannot stream what %s need:\n  - %s\n"+
+	return fmt.Errorf("%w: %s:%d cannot stream what these tables need:\n  - %s\n"+
 		"The changes since were purged, or this server does not have them. Copy the tables again from the server's current position: "+
-		"stop cdcsync, run `cdcsync resync --offline --config FILE %s`, then start it",
-		capture.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, what, strings.Join(lost, "\n  - "), strings.Join(names, " "))
+		"stop cdcsync, run `cdcsync resync --offline --config FILE %s`, then start it; or set source.on_position_lost: recopy so that run does it",
+		capture.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, strings.Join(lines, "\n  - "), strings.Join(names, " "))
+}
+
+// startOnServer checks the stream's start on the server. The checkpoint
+// is only an optimisation: when the server no longer has it but has every
+// streaming table's position, the stream starts at the oldest of those.
+func startOnServer(b *capture.Binlog, start *cdcsync.Position, committed map[cdcsync.TableID]lake.Committed, fresh map[cdcsync.TableID]bool) error {
+	msg, err := b.Missing(*start)
+	if err != nil || msg == "" {
+		return err
+	}
+	var from cdcsync.Position
+	for id, c := range committed {
+		if !c.Found || fresh[id] {
+			continue
+		}
+		if from, err = cdcsync.Earliest(from, c.Pos); err != nil {
+			return exitError{1, err}
+		}
+	}
+	if !from.IsZero() {
+		if m, err := b.Missing(from); err == nil && m == "" {
+			*start = from
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the server cannot stream from the pipeline checkpoint at %s: %s; "+
+		"copy the tables again: stop cdcsync, run `cdcsync resync --offline --config FILE --all`, then start it", capture.ErrPositionLost, *start, msg)
 }
 
 // tuneMemory applies memory_limit and gc_percent to the Go runtime (the

@@ -139,7 +139,8 @@ func anyContains(seen []string, s string) bool {
 // TestOutagesAreWaitedOut: MinIO refusing connections for longer than the
 // five commit attempts used to last (about 16 s), MinIO blackholed (the request timeout
 // cuts it), MinIO resetting connections, the PostgreSQL catalog down and
-// blackholed, and MySQL unreachable, each while the workload runs. The daemon stays up through all of them, /readyz says
+// blackholed, MySQL unreachable and MariaDB restarted, each while the
+// workload runs. The daemon stays up through all of them, /readyz says
 // 503 with the reason during a storage outage and 200 after, and every
 // table equals MySQL at the end (issue 14: an S3 outage of more than about
 // 16 s made run exit 1, and its restart check failed with a message about
@@ -181,6 +182,17 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 		}
 		w.run(t, 20)
 		f.waitCaughtUp(p, 3*time.Minute)
+	}
+	// MariaDB itself restarts (the binlog rotates, every connection drops).
+	t.Log("MariaDB restarts")
+	if err := db.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	w = newWorkload(t, dbName, uint64(time.Now().UnixNano()))
+	w.run(t, 50)
+	f.waitCaughtUp(p, 3*time.Minute)
+	if p.exited() {
+		t.Fatalf("cdcsync exited after MariaDB restarted; output:\n%s", p.output())
 	}
 	for _, tbl := range mirroredTables {
 		f.assertMirrors(tbl)

@@ -45,6 +45,9 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 			epoch, pos, state = fmt.Sprint(c.Epoch), c.Pos.String(), "streaming"
 			if c.Copy != nil {
 				state = fmt.Sprintf("copying (%d rows)", c.Copy.Rows)
+				if t.Metadata().SnapshotByName(lake.CopyBranch) != nil {
+					state = fmt.Sprintf("copying again (%d rows; readers see the last contents)", c.Copy.Rows)
+				}
 			}
 		}
 		switch props := t.Properties(); {

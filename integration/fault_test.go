@@ -151,7 +151,7 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 	createWorkloadSchema(t, dbName)
 	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 100)
-	p := f.start()
+	p := f.startWith(plainBinary(t)) // timing-free, but catch-ups after each fault are slow under -race
 	f.waitCaughtUp(p, 3*time.Minute)
 	f.waitReady(t, time.Minute)
 
@@ -237,7 +237,7 @@ func TestFullDiskIsWaitedOut(t *testing.T) {
 	createWorkloadSchema(t, dbName)
 	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 100)
-	p := e.start()
+	p := e.startWith(plainBinary(t))
 	e.waitCaughtUp(p, 3*time.Minute)
 	addr.waitReady(t, time.Minute)
 

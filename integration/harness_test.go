@@ -282,6 +282,26 @@ func (p *proc) stop(t *testing.T) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
+// expectExit waits for the process to end by itself within a minute and
+// checks its exit code and that its output holds every one of wants.
+func (p *proc) expectExit(t *testing.T, code int, wants ...string) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		p.kill()
+		t.Fatalf("cdcsync did not exit by itself; output:\n%s", p.output())
+	}
+	if got := p.cmd.ProcessState.ExitCode(); got != code {
+		t.Errorf("exit code %d, want %d", got, code)
+	}
+	for _, want := range wants {
+		if !strings.Contains(p.output(), want) {
+			t.Errorf("output lacks %q:\n%s", want, p.output())
+		}
+	}
+}
+
 // kill sends SIGKILL and waits.
 func (p *proc) kill() {
 	_ = p.cmd.Process.Kill()

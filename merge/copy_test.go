@@ -313,6 +313,16 @@ func TestCopyAddsNoDeletesForUntouchedKeys(t *testing.T) {
 	sink := &countingSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}, deletes: &deletes, rows: &rows}
 	p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: true}}, 1, mariaPos(0),
 		Options{Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 100, Workers: 2}}, quiet(), nil)
+	runUntilCopied(t, p)
+	sink.check(t, db)
+	if deletes != 0 || rows != 500 {
+		t.Errorf("the copy wrote %d rows and %d equality deletes; want 500 rows and no deletes", rows, deletes)
+	}
+}
+
+// runUntilCopied runs p with an idle stream until its copies are done.
+func runUntilCopied(t *testing.T, p *Pipeline) {
+	t.Helper()
 	txns := make(chan *cdcsync.Txn)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), txns) }()
@@ -320,10 +330,6 @@ func TestCopyAddsNoDeletesForUntouchedKeys(t *testing.T) {
 	close(txns)
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	sink.check(t, db)
-	if deletes != 0 || rows != 500 {
-		t.Errorf("the copy wrote %d rows and %d equality deletes; want 500 rows and no deletes", rows, deletes)
 	}
 }
 
@@ -401,14 +407,7 @@ func TestResumedCopyIsMaintainedWhenItEnds(t *testing.T) {
 		sink := &maintainedSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}}
 		p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: clean}}, 1, mariaPos(0),
 			Options{Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
-		txns := make(chan *cdcsync.Txn)
-		done := make(chan error, 1)
-		go func() { done <- p.Run(context.Background(), txns) }()
-		waitFor(t, "the copy to finish", func() bool { return len(p.Copying()) == 0 })
-		close(txns)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		runUntilCopied(t, p)
 		sink.check(t, db)
 		sink.mmu.Lock()
 		got := fmt.Sprint(sink.maintained)

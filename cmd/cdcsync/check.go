@@ -125,22 +125,24 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 		report(false, false, "binlog positions", err.Error())
 		return
 	}
-	bad := 0
+	committed := map[cdcsync.TableID]lake.Committed{}
 	for _, t := range tables {
-		if t.Stopped {
-			continue
-		}
-		msg, err := b.Missing(t.Committed.Pos)
-		if err != nil {
-			report(false, false, "binlog positions", fmt.Sprintf("%s: %v", t.ID, err))
-			bad++
-		} else if msg != "" {
-			report(false, false, "binlog positions", fmt.Sprintf("%s is committed up to %s, but %s; copy it again: cdcsync resync --offline --config FILE %s",
-				t.ID, t.Committed.Pos, msg, t.ID))
-			bad++
+		if !t.Stopped {
+			committed[t.ID] = t.Committed
 		}
 	}
-	if bad == 0 {
+	lost, err := lostPositions(b, committed, nil)
+	if err != nil {
+		report(false, false, "binlog positions", err.Error())
+		return
+	}
+	for _, t := range tables {
+		if msg, ok := lost[t.ID]; ok {
+			report(false, false, "binlog positions", fmt.Sprintf("%s is committed up to %s, but %s; copy it again: cdcsync resync --offline --config FILE %s",
+				t.ID, t.Committed.Pos, msg, t.ID))
+		}
+	}
+	if len(lost) == 0 {
 		report(true, false, "binlog positions", fmt.Sprintf("the server has the binlog after the committed position of every table (%d)", len(tables)))
 	}
 }

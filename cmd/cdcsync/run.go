@@ -340,7 +340,10 @@ func (d *daemon) session(ctx context.Context) error {
 	var binlog *capture.Binlog
 	lost := map[cdcsync.TableID]string{}
 	if haveCkpt {
-		if binlog, lost, err = lostPositions(ctx, cfg, flavor, serverUUID, committed, recopy); err != nil {
+		if binlog, err = readBinlog(ctx, cfg, flavor, serverUUID); err != nil {
+			return err
+		}
+		if lost, err = lostPositions(binlog, committed, recopy); err != nil {
 			return err
 		}
 	}
@@ -349,7 +352,7 @@ func (d *daemon) session(ctx context.Context) error {
 		present[s.ID] = true
 	}
 	if len(lost) > 0 && cfg.Source.OnPositionLost != config.PositionLostRecopy {
-		return positionLostError(cfg, lost)
+		return positionLostError(cfg, lost, committed)
 	}
 	for id, msg := range lost {
 		if !present[id] {
@@ -525,23 +528,26 @@ func (d *daemon) session(ctx context.Context) error {
 	return err
 }
 
-// lostPositions asks the server whether it can stream what every table
-// needs: no binlog after a table's committed position purged, and its
-// history containing the position (after a failover, the new server must
-// be a replica that has everything cdcsync read). It returns the tables it
-// cannot serve, with why; tables in skip (copied afresh anyway) are not
-// asked about.
-func lostPositions(ctx context.Context, cfg *config.Config, flavor, serverUUID string,
-	committed map[cdcsync.TableID]lake.Committed, skip map[cdcsync.TableID]bool) (*capture.Binlog, map[cdcsync.TableID]string, error) {
+// readBinlog reads what the server can still stream (capture.Binlog).
+func readBinlog(ctx context.Context, cfg *config.Config, flavor, serverUUID string) (*capture.Binlog, error) {
 	conn, err := capture.Connect(ctx, &cfg.Source)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+		return nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
 	defer conn.Close()
 	b, err := capture.ReadBinlog(ctx, conn, flavor, serverUUID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+		return nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
+	return b, nil
+}
+
+// lostPositions returns the tables whose committed position b cannot
+// serve, with why: binlog after it purged, or a history that does not
+// contain it (after a failover, the new server must be a replica that has
+// everything cdcsync read). Tables in skip (copied afresh anyway) are not
+// asked about.
+func lostPositions(b *capture.Binlog, committed map[cdcsync.TableID]lake.Committed, skip map[cdcsync.TableID]bool) (map[cdcsync.TableID]string, error) {
 	lost := map[cdcsync.TableID]string{}
 	for id, c := range committed {
 		if !c.Found || skip[id] {
@@ -549,21 +555,21 @@ func lostPositions(ctx context.Context, cfg *config.Config, flavor, serverUUID s
 		}
 		msg, err := b.Missing(c.Pos)
 		if err != nil {
-			return nil, nil, exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
+			return nil, exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
 		}
 		if msg != "" {
-			lost[id] = fmt.Sprintf("at %s: %s", c.Pos, msg)
+			lost[id] = msg
 		}
 	}
-	return b, lost, nil
+	return lost, nil
 }
 
 // positionLostError is the end of a session that found tables whose
 // positions the server lost, under source.on_position_lost: fail.
-func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string) error {
+func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string, committed map[cdcsync.TableID]lake.Committed) error {
 	var lines, names []string
 	for id, msg := range lost {
-		lines = append(lines, id.String()+" "+msg)
+		lines = append(lines, fmt.Sprintf("%s at %s: %s", id, committed[id].Pos, msg))
 		names = append(names, id.String())
 	}
 	sort.Strings(lines)

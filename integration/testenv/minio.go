@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -45,24 +44,7 @@ type MinIO struct {
 // MinIOBinary returns the minio binary the tests use: $CDCSYNC_MINIO if set,
 // else <repo>/.tools/bin/minio, else minio on PATH.
 func MinIOBinary() (string, error) {
-	if p := os.Getenv("CDCSYNC_MINIO"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("testenv: CDCSYNC_MINIO=%s: %w", p, err)
-		}
-		return p, nil
-	}
-	var extra []string
-	if root, err := RepoRoot(); err == nil {
-		p := filepath.Join(root, ".tools", "bin", "minio")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		extra = append(extra, filepath.Join(root, ".tools", "bin"))
-	}
-	if p, err := findBinary("minio", extra...); err == nil {
-		return p, nil
-	}
-	return "", errors.New("testenv: " + minioNotFound)
+	return toolBinary("CDCSYNC_MINIO", "minio", minioNotFound)
 }
 
 // StartMinIO starts a single-drive MinIO server on a free 127.0.0.1 port,

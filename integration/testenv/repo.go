@@ -66,6 +66,30 @@ func findBinary(name string, extraDirs ...string) (string, error) {
 	return "", errors.New(name + " not found")
 }
 
+// toolBinary returns the pinned tool name that scripts/test.sh builds: $env
+// if set, else <repo>/.tools/bin/name, else name on PATH; notFound says
+// how to get it.
+func toolBinary(env, name, notFound string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("testenv: %s=%s: %w", env, p, err)
+		}
+		return p, nil
+	}
+	var extra []string
+	if root, err := RepoRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		extra = append(extra, filepath.Join(root, ".tools", "bin"))
+	}
+	if p, err := findBinary(name, extra...); err == nil {
+		return p, nil
+	}
+	return "", errors.New("testenv: " + notFound)
+}
+
 // freePort asks the kernel for a free TCP port on 127.0.0.1. Another process
 // may take it before the server binds it; callers retry on a bind failure.
 func freePort() (int, error) {

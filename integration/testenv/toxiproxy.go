@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,20 +37,7 @@ type Proxy struct {
 // ToxiproxyBinary returns $CDCSYNC_TOXIPROXY, else
 // <repo>/.tools/bin/toxiproxy-server, else toxiproxy-server on PATH.
 func ToxiproxyBinary() (string, error) {
-	if p := os.Getenv("CDCSYNC_TOXIPROXY"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("testenv: CDCSYNC_TOXIPROXY=%s: %w", p, err)
-		}
-		return p, nil
-	}
-	var extra []string
-	if root, err := RepoRoot(); err == nil {
-		extra = append(extra, filepath.Join(root, ".tools", "bin"))
-	}
-	if p, err := findBinary("toxiproxy-server", extra...); err == nil {
-		return p, nil
-	}
-	return "", errors.New("testenv: " + toxiproxyNotFound)
+	return toolBinary("CDCSYNC_TOXIPROXY", "toxiproxy-server", toxiproxyNotFound)
 }
 
 // StartToxiproxy starts a Toxiproxy server on a free 127.0.0.1 port.

@@ -146,8 +146,13 @@ type Change struct {
 
 // Txn is one whole committed MySQL transaction.
 type Txn struct {
-	GTID    string    // the transaction's own GTID, empty when GTIDs are off
-	Pos     Position  // the position right after the transaction's commit
+	GTID string   // the transaction's own GTID, empty when GTIDs are off
+	Pos  Position // the position right after the transaction's commit
+	// Resume is where a restart must read the binlog from when it resumes
+	// after this transaction: before the oldest XA transaction that is
+	// prepared but not yet committed or rolled back, whose rows only the
+	// binlog holds. Zero when none is open (Pos is enough).
+	Resume  Position
 	Time    time.Time // commit time written by the server
 	Changes []Change
 	Bytes   int // Go heap of the decoded changes (Row.MemSize), for sealing epochs

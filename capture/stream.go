@@ -42,6 +42,10 @@ type StreamConfig struct {
 	// a table created before it that the session does not know was dropped
 	// or renamed since, and is not a new table.
 	Horizon cdcsync.Position
+	// SettledXA are XA transactions prepared before Start that the copies
+	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
+	// no PREPARE, since the copies read their rows.
+	SettledXA []string
 	// Config supplies the ddl policies; nil means the defaults.
 	Config *config.Config
 	// Values applies the types: policies to values Iceberg cannot hold;
@@ -129,7 +133,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 			return fmt.Errorf("%w: %s %s:%d at %s: %w", ErrDisconnected, lost.what, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
 		}
 		// The open transaction is read again whole from its start.
-		r.txn, r.inTxn = nil, false
+		r.txn, r.inTxn, r.xa = nil, false, nil
 		wait := reconnectBackoff(failed)
 		cfg.logf("the binlog connection was lost; reconnecting at the end of the last transaction read",
 			"source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port), "position", r.position().String(),
@@ -309,6 +313,10 @@ type reader struct {
 	stopped map[cdcsync.TableID]bool
 	restart error            // returned once the open transaction is sent
 	marked  cdcsync.Position // the last progress marker's position
+
+	// XA transactions (xa.go).
+	xa       *xaTxn   // the XA transaction being read up to its PREPARE
+	prepared []*xaTxn // prepared and not yet committed or rolled back, oldest first
 }
 
 func (r *reader) position() cdcsync.Position {
@@ -342,6 +350,7 @@ func (r *reader) end(h *replication.EventHeader) (*cdcsync.Txn, error) {
 		t.Pos.GTIDSet = ""
 	}
 	t.Time = time.Unix(int64(h.Timestamp), 0)
+	t.Resume = r.resume()
 	return t, nil
 }
 
@@ -360,7 +369,7 @@ func (r *reader) progress() *cdcsync.Txn {
 		return nil
 	}
 	r.marked = pos
-	return &cdcsync.Txn{Progress: true, Pos: pos}
+	return &cdcsync.Txn{Progress: true, Pos: pos, Resume: r.resume()}
 }
 
 // ErrGTIDOrder means MariaDB wrote a GTID whose sequence number is not
@@ -426,14 +435,20 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		}
 		r.txn = &cdcsync.Txn{GTID: gtid}
 		r.inTxn = !e.IsStandalone()
+		if e.Flags&mariadbPreparedXA != 0 {
+			r.startXA(h)
+		}
 	case *replication.GTIDEvent:
 		return nil, r.mysqlGTID(e)
 	case *replication.GtidTaggedLogEvent: // MySQL 8.4+: uuid:tag:N
 		return nil, r.mysqlGTID(&e.GTIDEvent)
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
+		if st, ok := parseXA(q); ok {
+			return r.xaQuery(h, st)
+		}
 		switch strings.ToUpper(q) {
-		case "BEGIN", "XA START":
+		case "BEGIN":
 			r.begin()
 			r.inTxn = true
 			return nil, nil
@@ -450,7 +465,16 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 	case *replication.XIDEvent:
 		return r.end(h)
 	case *replication.RowsEvent:
+		if r.xa != nil {
+			// Prepared rows wait for the XA COMMIT (xa.go).
+			r.xa.events = append(r.xa.events, ev)
+			return nil, nil
+		}
 		return nil, r.rows(h, e)
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return r.xaPrepare(h, e.Data)
+		}
 	case *replication.TransactionPayloadEvent:
 		return r.payload(h, e)
 	}

@@ -147,14 +147,17 @@ type Pipeline struct {
 	maintOwed   []cdcsync.TableID  // tables whose due maintenance could not start yet (committing goroutine)
 
 	// The initial copies (copy.go); owned by Run's goroutine.
-	copier    *copier
-	copies    map[cdcsync.TableID]*copyTable
-	copyCtx   context.Context
-	pos       cdcsync.Position // position after the last transaction read
-	readPos   cdcsync.Position // how far the binlog is read: pos, or a later progress marker
-	copyEnded bool             // a copy's last chunk was merged into the open epoch
-	seq       uint64           // transactions read
-	done      chan struct{}    // closed when Run returns
+	copier  *copier
+	copies  map[cdcsync.TableID]*copyTable
+	copyCtx context.Context
+	pos     cdcsync.Position // position after the last transaction read
+	readPos cdcsync.Position // how far the binlog is read: pos, or a later progress marker
+	// readResume is the Resume of what was read last (cdcsync.Txn.Resume):
+	// where a restart must read from while XA transactions are prepared.
+	readResume cdcsync.Position
+	copyEnded  bool          // a copy's last chunk was merged into the open epoch
+	seq        uint64        // transactions read
+	done       chan struct{} // closed when Run returns
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -379,7 +382,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if t.Progress {
 				// Only chunks of the initial copy wait for positions.
 				if later, err := t.Pos.Includes(p.readPos); err == nil && later {
-					p.readPos = t.Pos
+					p.readPos, p.readResume = t.Pos, t.Resume
 				}
 				if len(p.copies) > 0 {
 					if err := mergeCopies(); err != nil {
@@ -512,7 +515,7 @@ func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
 	}
 	skip := func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] }
 	p.seq++
-	p.pos, p.readPos = t.Pos, t.Pos
+	p.pos, p.readPos, p.readResume = t.Pos, t.Pos, t.Resume
 	if len(p.copies) > 0 {
 		if err := p.track(t, skip); err != nil {
 			return err
@@ -524,6 +527,7 @@ func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
 // commitJob is a sealed epoch, ready to commit.
 type commitJob struct {
 	buf    *Buffer
+	ckpt   cdcsync.Position // the checkpoint after it: buf.End, or before a prepared XA transaction
 	tables []cdcsync.TableID
 	copies map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
 	// compact are the tables whose copy this commit completes after it
@@ -545,7 +549,12 @@ func (p *Pipeline) prepare(buf *Buffer) *commitJob {
 	if buf.Empty() {
 		return nil
 	}
-	job := &commitJob{buf: buf, tables: buf.Tables(), copies: map[cdcsync.TableID]cdcsync.CopyState{}}
+	job := &commitJob{buf: buf, ckpt: buf.End, tables: buf.Tables(), copies: map[cdcsync.TableID]cdcsync.CopyState{}}
+	if !p.readResume.IsZero() {
+		// The rows of a prepared XA transaction are in no table yet: a
+		// restart must read its PREPARE again (capture/xa.go).
+		job.ckpt = p.readResume
+	}
 	sort.Slice(job.tables, func(i, j int) bool { return job.tables[i].String() < job.tables[j].String() })
 	for _, id := range job.tables {
 		if ct := p.copies[id]; ct != nil {
@@ -595,7 +604,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	if err := g.Wait(); err != nil {
 		return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 	}
-	if len(tables) == 0 && buf.End == p.lastCkpt {
+	if len(tables) == 0 && job.ckpt == p.lastCkpt {
 		p.mu.Lock()
 		p.pending = p.openFirst
 		p.mu.Unlock()
@@ -604,11 +613,11 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	if p.opts.Fault != nil {
 		p.opts.Fault("before-checkpoint")
 	}
-	if _, err := p.retry(ctx, "checkpoint", func() error { return p.sink.SaveCheckpoint(ctx, epoch, buf.End) }, nil, "epoch", epoch); err != nil {
+	if _, err := p.retry(ctx, "checkpoint", func() error { return p.sink.SaveCheckpoint(ctx, epoch, job.ckpt) }, nil, "epoch", epoch); err != nil {
 		return commitResult{err: fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)}
 	}
 	p.nextEpoch++
-	p.lastCkpt = buf.End
+	p.lastCkpt = job.ckpt
 	p.mu.Lock()
 	p.committed = buf.End
 	p.pending = p.openFirst

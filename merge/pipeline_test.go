@@ -271,3 +271,25 @@ func TestPipelineCheckpointsTransactionsOfOtherTables(t *testing.T) {
 		t.Fatalf("commits %v checkpoints %v %v", sink.commits, sink.checkpoints, sink.positions)
 	}
 }
+
+// TestCheckpointStaysBeforeAPreparedXA: while an XA transaction is prepared
+// (its rows held by the reader until its XA COMMIT), the checkpoint is the
+// position before its PREPARE, so that a restart reads the PREPARE again;
+// once it is committed the checkpoint moves on.
+func TestCheckpointStaysBeforeAPreparedXA(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 1, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+	prepared := txnAt(2) // the PREPARE group: no changes
+	prepared.Resume = mariaPos(1)
+	during := txnAt(3, ins(u(1, "eu", "a")))
+	during.Resume = mariaPos(1)
+	committed := txnAt(4, ins(u(2, "eu", "b"))) // the XA COMMIT, with its rows
+	if err := runPipeline(t, p, txnAt(1, ins(u(3, "eu", "c"))), prepared, during, committed); err != nil {
+		t.Fatal(err)
+	}
+	want := []cdcsync.Position{mariaPos(1), mariaPos(1), mariaPos(4)}
+	if fmt.Sprint(sink.positions) != fmt.Sprint(want) {
+		t.Fatalf("checkpoints at %v, want %v", sink.positions, want)
+	}
+}

@@ -180,6 +180,9 @@ func (d *daemon) session(ctx context.Context) error {
 			horizon, _ = capture.CurrentPosition(ctx, conn, fl, id)
 		}
 	}
+	// XA transactions prepared before the horizon: a copy starting there
+	// must wait for them to end (capture.AwaitPreparedXA).
+	preparedXA, xaErr := capture.PreparedXA(ctx, conn)
 	findings, schemas, err := capture.Preflight(ctx, conn, &cfg.Source)
 	if err != nil {
 		conn.Close()
@@ -380,6 +383,16 @@ func (d *daemon) session(ctx context.Context) error {
 		info[s.ID] = s
 	}
 	clean := map[cdcsync.TableID]bool{}
+	if len(fresh) > 0 {
+		if xaErr != nil {
+			log.Warn("cdcsync cannot list the prepared XA transactions; a table copy could miss the rows of one prepared before the copy started and committed after",
+				"error", xaErr)
+		} else if len(preparedXA) > 0 {
+			if err := awaitPreparedXA(ctx, cfg, preparedXA, log); err != nil {
+				return err
+			}
+		}
+	}
 	for _, id := range fresh {
 		if s := info[id]; s != nil && !recopy[id] && !capture.SameSchema(tables[id].Schema, s) {
 			t, err := lk.PrepareRecopy(ctx, tables[id], s)
@@ -509,7 +522,7 @@ func (d *daemon) session(ctx context.Context) error {
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
 			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
-			Horizon: horizon, Config: cfg, Values: d.values, Log: log}, txns)
+			Horizon: horizon, SettledXA: preparedXA, Config: cfg, Values: d.values, Log: log}, txns)
 	})
 	g.Go(func() error {
 		// The pipeline ends by itself when the stream closes txns; it must not
@@ -578,6 +591,20 @@ func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string, comm
 		"The changes since were purged, or this server does not have them. Copy the tables again from the server's current position: "+
 		"stop cdcsync, run `cdcsync resync --offline --config FILE %s`, then start it; or set source.on_position_lost: recopy so that run does it",
 		capture.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, strings.Join(lines, "\n  - "), strings.Join(names, " "))
+}
+
+// awaitPreparedXA waits, on a connection of its own, for the XA
+// transactions prepared before the copies' start to end.
+func awaitPreparedXA(ctx context.Context, cfg *config.Config, xids []string, log *slog.Logger) error {
+	conn, err := capture.Connect(ctx, &cfg.Source)
+	if err != nil {
+		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+	}
+	defer conn.Close()
+	if err := capture.AwaitPreparedXA(ctx, conn, xids, log); err != nil {
+		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
+	}
+	return nil
 }
 
 // startOnServer checks the stream's start on the server. The checkpoint

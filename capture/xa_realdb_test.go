@@ -104,7 +104,7 @@ func streamXA(t *testing.T, host string, port int, mode string) {
 	beforeX1 := current()
 	a("XA START '"+mode+"x1'", "INSERT INTO "+tb+" VALUES (3, 3)", "UPDATE "+tb+" SET v = 10 WHERE id = 1", "XA END '"+mode+"x1'", "XA PREPARE '"+mode+"x1'")
 	b("INSERT INTO " + tb + " VALUES (4, 4)")
-	a("XA COMMIT '"+mode+"x1'")
+	a("XA COMMIT '" + mode + "x1'")
 	a("XA START '"+mode+"x2'", "INSERT INTO "+tb+" VALUES (5, 5)", "XA END '"+mode+"x2'", "XA PREPARE '"+mode+"x2'", "XA ROLLBACK '"+mode+"x2'")
 	a("XA START '"+mode+"x3'", "INSERT INTO "+tb+" VALUES (6, 6)", "XA END '"+mode+"x3'", "XA COMMIT '"+mode+"x3' ONE PHASE")
 	beforeX4 := current()
@@ -158,7 +158,7 @@ func streamXA(t *testing.T, host string, port int, mode string) {
 	// again, and its rows arrive at the XA COMMIT.
 	out, stop = stream(last.Resume, last.Pos)
 	defer stop()
-	a("XA COMMIT '"+mode+"x4'")
+	a("XA COMMIT '" + mode + "x4'")
 	var got []string
 	for {
 		txn := next(out)

@@ -95,14 +95,22 @@ type ValueError struct {
 	Value      string // the value as text, abbreviated
 	Reason     ValueReason
 	Detail     string
+	Key        string // the row's primary key, "id=5", when known (the initial copy)
 }
 
 func (e *ValueError) where() string {
+	w := "column " + e.Column
 	if e.Table != (cdcsync.TableID{}) {
-		return e.Table.String() + "." + e.Column
+		w = e.Table.String() + "." + e.Column
 	}
-	return "column " + e.Column
+	if e.Key != "" {
+		w += " of the row with primary key (" + e.Key + ")"
+	}
+	return w
 }
+
+// StopsTable names the table such a value stops: the others go on.
+func (e *ValueError) StopsTable() cdcsync.TableID { return e.Table }
 
 func (e *ValueError) Error() string {
 	if e.Reason == ReasonZeroDate || e.Reason == ReasonInvalidDate {
@@ -283,11 +291,34 @@ func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *Val
 				row[i] = v
 				continue
 			}
-			return nil, decWithTable(err, s.ID)
+			err = decWithTable(err, s.ID)
+			if ve, ok := err.(*ValueError); ok {
+				ve.Key = snapshotKey(s, values)
+			}
+			return nil, err
 		}
 		row[i] = v
 	}
 	return row, nil
+}
+
+// snapshotKey describes the primary key of a row a SELECT returned, for
+// messages.
+func snapshotKey(s *cdcsync.TableSchema, values []mysql.FieldValue) string {
+	var key []string
+	for _, k := range s.PrimaryKey {
+		v := values[k]
+		text := "NULL"
+		switch v.Type {
+		case mysql.FieldValueTypeString:
+			text = string(v.AsString())
+		case mysql.FieldValueTypeNull:
+		default:
+			text = fmt.Sprint(v.Value())
+		}
+		key = append(key, s.Columns[k].Name+"="+abbreviate(text, 64))
+	}
+	return strings.Join(key, ", ")
 }
 
 // decSnapshotFast decodes the common values of DecodeSnapshot. Text it

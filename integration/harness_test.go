@@ -359,7 +359,7 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if ok && coversAll(e.t, ck.Pos, target) && !copying(e.t, lk, e.cfg.Pipeline) {
+		if ok && coversAll(e.t, ck.Pos, target) && !copying(e.t, lk) {
 			return
 		}
 		if p != nil && p.exited() {
@@ -418,24 +418,16 @@ func ancestry(tbl *table.Table) []*table.Snapshot {
 	return chain
 }
 
-// copying reports whether the initial copy of some table of the pipeline
-// is still running.
-func copying(t *testing.T, lk *lake.Lake, pipeline string) bool {
+// copying reports whether the initial copy of some table of lk's pipeline
+// is still running (a table stopped during its copy does not count).
+func copying(t *testing.T, lk *lake.Lake) bool {
 	t.Helper()
-	ids, err := lk.ListTables(context.Background())
+	tables, err := lk.PipelineTables(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range ids {
-		tbl, err := lk.LoadTable(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := lake.CommittedBy(tbl, pipeline)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Copy != nil {
+	for _, pt := range tables {
+		if pt.Committed.Copy != nil && !pt.Stopped {
 			return true
 		}
 	}

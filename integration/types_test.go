@@ -705,6 +705,49 @@ func TestTypeZeroDateStops(t *testing.T) {
 	}
 }
 
+// TestTypeZeroDateStopsTheCopy: a zero date that the initial copy reads
+// (under the default types.zero_date: error) stops that table only, with
+// the column, the row's primary key and the value in the message, while
+// the other tables copy and stream; the stop is kept across a restart.
+// Before, the copy's error ended the daemon, on every restart (issue 13).
+func TestTypeZeroDateStopsTheCopy(t *testing.T) {
+	const dbName = "it_zero_copy"
+	e := newEnv(t, dbName, envOptions{})
+	conn := typesConn(t, db)
+	typesExec(t, conn, "SET SESSION sql_mode = ''",
+		"CREATE TABLE "+dbName+".t (id INT PRIMARY KEY, d DATE NOT NULL)",
+		"CREATE TABLE "+dbName+".u (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO "+dbName+".t VALUES (1, '2024-01-01'), (7, '0000-00-00'), (9, '2024-01-09')",
+		"INSERT INTO "+dbName+".u VALUES (1, 1), (2, 2)")
+	p := e.start()
+	mustExec(t, "INSERT INTO "+dbName+".u VALUES (3, 3)")
+	e.waitCaughtUp(p, time.Minute)
+	if p.exited() {
+		t.Fatalf("cdcsync exited at the zero date; output:\n%s", p.output())
+	}
+	e.assertMirrors("u")
+	out := p.output()
+	for _, w := range []string{`zero date \"0000-00-00\" in it_zero_copy.t.d of the row with primary key (id=7) cannot be stored in Iceberg`,
+		"types.zero_date", "cdcsync resync it_zero_copy.t"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	if out, _ := runCLI(t, "tables", "--config", e.cfgPath); !strings.Contains(out, "stopped") || !strings.Contains(out, "id=7") {
+		t.Errorf("cdcsync tables does not show the table stopped at row id=7:\n%s", out)
+	}
+	p = e.start()
+	mustExec(t, "INSERT INTO "+dbName+".u VALUES (4, 4)")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("u")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+}
+
 // TestTypeZeroDatePolicies: with to_null and to_epoch, zero and invalid
 // dates copied by the initial snapshot and read from the binlog become NULL
 // or 1970-01-01 alike; every changed value is counted in

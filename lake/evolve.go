@@ -142,8 +142,11 @@ type ShadowState struct {
 }
 
 // Stopped returns why cdcsync stopped mirroring the table, if it did.
-func (t *Table) Stopped() (StopInfo, bool) {
-	v, ok := t.current().Properties()[PropStopped]
+func (t *Table) Stopped() (StopInfo, bool) { return StoppedIn(t.current().Properties()) }
+
+// StoppedIn reads the stop record of a table's properties, if it has one.
+func StoppedIn(props iceberg.Properties) (StopInfo, bool) {
+	v, ok := props[PropStopped]
 	if !ok {
 		return StopInfo{}, false
 	}

@@ -281,6 +281,9 @@ func (p *Pipeline) copyChunk(ctx context.Context, job chunkJob) error {
 		case <-ctx.Done():
 			return nil
 		}
+		if v == gone { // the copy ended, or this chunk's value stopped the table
+			return nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -317,22 +320,37 @@ func (p *Pipeline) openWindow(req openReq) {
 	req.reply <- w
 }
 
+// tableStopper is a read error that stops only the table it names (a
+// value the table cannot mirror, capture.ValueError): the other tables go
+// on.
+type tableStopper interface {
+	error
+	StopsTable() cdcsync.TableID
+}
+
 // receive takes a chunk a worker read (pipeline goroutine): it is queued
-// until it can merge, or sent back to be read again.
-func (p *Pipeline) receive(r *chunkResult) {
+// until it can merge, or sent back to be read again. A chunk holding a
+// value its table cannot mirror returns the change that stops the table.
+func (p *Pipeline) receive(r *chunkResult) *cdcsync.Txn {
 	ct := r.job.ct
 	delete(ct.windows, r.w)
+	var stop tableStopper
 	switch {
 	case p.copies[ct.id] != ct:
 		r.reply <- gone
-		return
+		return nil
+	case errors.As(r.err, &stop) && stop.StopsTable() == ct.id:
+		r.reply <- gone
+		reason := fmt.Sprintf("the initial copy read a value it cannot mirror: %v; then copy the table again: cdcsync resync %s", stop, ct.id)
+		p.log.Error("a table stops: it holds a value cdcsync cannot mirror; the other tables go on", "table", ct.id.String(), "reason", reason)
+		return &cdcsync.Txn{Pos: p.pos, DDL: []cdcsync.SchemaChange{{Table: ct.id, Kind: cdcsync.ChangeStop, Reason: reason, NoRecopy: true}}}
 	case r.err != nil:
 		r.reply <- again
-		return
+		return nil
 	case r.w.gen != ct.gen:
 		// A schema change or TRUNCATE came between: the rows may predate it.
 		r.reply <- again
-		return
+		return nil
 	}
 	// The snapshot must not predate the window: a transaction the stream
 	// had read then, but that the snapshot does not show yet (InnoDB makes
@@ -343,10 +361,11 @@ func (p *Pipeline) receive(r *chunkResult) {
 			p.log.Warn("cannot order a chunk's snapshot with the stream; reading it again", "table", ct.id.String(), "error", err)
 		}
 		r.reply <- again
-		return
+		return nil
 	}
 	ct.windows[r.w] = struct{}{} // stays open until merged
 	ct.pending[r.job.n] = r
+	return nil
 }
 
 // mergeReady merges every queued chunk whose snapshot position the stream

@@ -415,7 +415,14 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		case req := <-p.copier.opens:
 			p.openWindow(req)
 		case r := <-p.copier.results:
-			p.receive(r)
+			if stop := p.receive(r); stop != nil {
+				if err := barrier(); err != nil {
+					return err
+				}
+				if err := p.applyDDL(ctx, stop); err != nil {
+					return finish(err)
+				}
+			}
 			if err := mergeCopies(); err != nil {
 				return err
 			}

@@ -28,6 +28,7 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TABLE\tSOURCE\tSTATE\tEPOCH\tCOMMITTED AT\tDATA FILES\tDELETE FILES\tPOSITION")
+	var stops []string // why each stopped table stopped, printed below the table
 	for _, id := range ids {
 		t, err := lk.LoadTable(ctx, id)
 		if err != nil {
@@ -53,12 +54,21 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 		switch props := t.Properties(); {
 		case props[lake.PropStopped] != "":
 			state = "stopped"
+			if info, ok := lake.StoppedIn(props); ok {
+				stops = append(stops, fmt.Sprintf("%s stopped at %s: %s", strings.Join(id, "."), info.Position, info.Reason))
+			}
 		case props[lake.PropRecopy] != "":
 			state = "marked for a new copy"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), state, epoch, when, data, dels, pos)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(stops) > 0 {
+		fmt.Fprintf(stdout, "\n%s\n", strings.Join(stops, "\n"))
+	}
+	return nil
 }
 
 func orDash(s string) string {

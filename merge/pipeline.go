@@ -401,6 +401,10 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				}
 			}
 			if err := p.apply(open(t.Time), t); err != nil {
+				// Part of t may be folded into the open epoch: it is not
+				// committed (its transactions are read again after a
+				// restart), so no table gets part of a transaction.
+				buf = nil
 				return finish(err)
 			}
 			if len(p.copies) > 0 {

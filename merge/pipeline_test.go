@@ -293,3 +293,23 @@ func TestCheckpointStaysBeforeAPreparedXA(t *testing.T) {
 		t.Fatalf("checkpoints at %v, want %v", sink.positions, want)
 	}
 }
+
+// TestFailedTransactionIsNotHalfCommitted: when a change of a transaction
+// cannot be applied, the open epoch, which holds the transaction's earlier
+// changes, is not committed; the epochs sealed before it are.
+func TestFailedTransactionIsNotHalfCommitted(t *testing.T) {
+	sink := &memSink{}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+	bad := cdcsync.Change{Table: users.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{int64(9)}} // too few columns
+	err := runPipeline(t, p,
+		txnAt(1, ins(u(1, "eu", "a")), ins(u(2, "eu", "b"))), // epoch 1, sealed by rows
+		txnAt(2, ins(u(3, "eu", "c")), bad),
+	)
+	if err == nil {
+		t.Fatal("Run accepted a row with too few columns")
+	}
+	if fmt.Sprint(sink.commits) != "[shop.users@1]" || len(sink.positions) != 1 || sink.positions[0] != mariaPos(1) {
+		t.Fatalf("commits %v, checkpoints at %v: only epoch 1 may be committed, not the first row of the failed transaction", sink.commits, sink.positions)
+	}
+}

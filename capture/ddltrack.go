@@ -161,8 +161,24 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 		}
 		r.txn.DDL = append(r.txn.DDL, changes...)
 	}
+	// The session read the foreign keys after its horizon: a statement
+	// before it is already in them.
+	if r.cfg.ForeignKeys && r.restart == nil && fkDDL.MatchString(q) && !covers(r.cfg.Horizon, probe) {
+		if m := ddlTable.FindStringSubmatch(q); m != nil {
+			if id := parseTableName(db, m[2]); r.tables[id] != nil {
+				r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, abbreviate(q, 120), r.position())
+			}
+		}
+	}
 	return nil
 }
+
+// fkDDL matches a statement that may add or drop a foreign key.
+var fkDDL = regexp.MustCompile(`(?i)\bFOREIGN\s+KEY\b|\bREFERENCES\b`)
+
+// ErrForeignKeys means a statement changed the foreign keys of a mirrored
+// table: the session ends after it, and the next one reads them again.
+var ErrForeignKeys = errors.New("the foreign keys of a mirrored table changed")
 
 // unparsed handles a DDL statement that cannot be parsed: every mirrored
 // table it names stops (or is copied again under the recopy policy).

@@ -2,27 +2,47 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
-// TestForeignKeyCascadesWarned: MariaDB applies cascading foreign-key
-// actions without writing them to the binlog, so preflight (check and run)
-// names every selected child table with such an action, along a
-// three-level chain, and leaves RESTRICT keys and unselected tables alone
-// (issue 13: a mirrored order_items kept the rows a cascade deleted, and
-// check said all checks passed).
-func TestForeignKeyCascadesWarned(t *testing.T) {
+// TestForeignKeyCascades: MariaDB applies cascading foreign-key actions
+// without writing them to the binlog. ForeignKeys reads them (columns,
+// referenced table and columns, actions) along a three-level chain, and
+// preflight (check and run) says that cdcsync applies those between
+// selected tables and warns, naming the child, about those whose parent is
+// not selected, while leaving RESTRICT keys alone (issue 13: a mirrored
+// order_items kept the rows a cascade deleted, and check said all checks
+// passed).
+func TestForeignKeyCascades(t *testing.T) {
 	db := rdbStart(t)
 	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
 	rdbExec(t, root, "CREATE DATABASE fk",
-		"CREATE TABLE fk.orders (id INT PRIMARY KEY)",
-		"CREATE TABLE fk.order_items (id INT PRIMARY KEY, order_id INT, FOREIGN KEY fk_items (order_id) REFERENCES fk.orders (id) ON DELETE CASCADE)",
+		"CREATE TABLE fk.orders (id INT PRIMARY KEY, region CHAR(2), UNIQUE KEY (id, region))",
+		"CREATE TABLE fk.order_items (id INT PRIMARY KEY, order_id INT, region CHAR(2), FOREIGN KEY fk_items (order_id, region) REFERENCES fk.orders (id, region) ON DELETE CASCADE)",
 		"CREATE TABLE fk.item_notes (id INT PRIMARY KEY, item_id INT, FOREIGN KEY fk_notes (item_id) REFERENCES fk.order_items (id) ON DELETE SET NULL ON UPDATE CASCADE)",
 		"CREATE TABLE fk.refunds (id INT PRIMARY KEY, order_id INT, FOREIGN KEY fk_refunds (order_id) REFERENCES fk.orders (id) ON DELETE RESTRICT)")
 	conn := rdbConnect(t, rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword))
+
+	fks, unsupported, err := ForeignKeys(context.Background(), conn, []cdcsync.TableID{{Database: "fk", Table: "order_items"},
+		{Database: "fk", Table: "item_notes"}, {Database: "fk", Table: "refunds"}})
+	if err != nil || len(unsupported) > 0 {
+		t.Fatalf("ForeignKeys: %v %v", err, unsupported)
+	}
+	want := []cdcsync.ForeignKey{
+		{Name: "fk_items", Child: cdcsync.TableID{Database: "fk", Table: "order_items"}, ChildCols: []string{"order_id", "region"},
+			Parent: cdcsync.TableID{Database: "fk", Table: "orders"}, ParentCols: []string{"id", "region"}, OnDelete: cdcsync.FKCascade},
+		{Name: "fk_notes", Child: cdcsync.TableID{Database: "fk", Table: "item_notes"}, ChildCols: []string{"item_id"},
+			Parent: cdcsync.TableID{Database: "fk", Table: "order_items"}, ParentCols: []string{"id"}, OnDelete: cdcsync.FKSetNull, OnUpdate: cdcsync.FKCascade},
+	}
+	if fmt.Sprint(fks) != fmt.Sprint(want) {
+		t.Errorf("ForeignKeys = %+v\nwant %+v", fks, want)
+	}
+
 	find := func(include ...string) Finding {
 		t.Helper()
 		src := rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword)
@@ -40,19 +60,24 @@ func TestForeignKeyCascadesWarned(t *testing.T) {
 		return Finding{}
 	}
 	f := find("fk.*")
-	if !f.Warning {
-		t.Fatalf("cascading foreign keys not warned: %s", f)
+	if f.Warning {
+		t.Fatalf("cascades between selected tables are warned about: %s", f)
 	}
-	for _, want := range []string{"fk.order_items (fk_items ON DELETE CASCADE, referencing orders)",
-		"fk.item_notes (fk_notes ON DELETE SET NULL, ON UPDATE CASCADE, referencing order_items)", "MariaDB", "binlog"} {
+	for _, want := range []string{"fk.order_items (fk_items ON DELETE CASCADE, referencing fk.orders)",
+		"fk.item_notes (fk_notes ON DELETE SET NULL, ON UPDATE CASCADE, referencing fk.order_items)", "MariaDB", "cdcsync applies them"} {
 		if !strings.Contains(f.Message, want) {
-			t.Errorf("the warning lacks %q: %s", want, f.Message)
+			t.Errorf("the finding lacks %q: %s", want, f.Message)
 		}
 	}
 	if strings.Contains(f.Message, "refunds") {
-		t.Errorf("a RESTRICT key is warned about: %s", f.Message)
+		t.Errorf("a RESTRICT key is reported: %s", f.Message)
 	}
-	if f := find("fk.orders", "fk.refunds"); f.Warning || !f.OK {
+	f = find("fk.order_items", "fk.item_notes")
+	if !f.Warning || !strings.Contains(f.Message, "fk.order_items (fk_items ON DELETE CASCADE, referencing fk.orders)") ||
+		strings.Contains(f.Message, "fk_notes") || !strings.Contains(f.Message, "source.include") {
+		t.Errorf("a cascade whose parent is not selected is not warned about (alone): %s", f)
+	}
+	if f := find("fk.orders", "fk.refunds"); f.Warning || !f.OK || !strings.Contains(f.Message, "no selected table") {
 		t.Errorf("with no child of a cascade selected: %s", f)
 	}
 }

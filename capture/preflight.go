@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -729,55 +728,46 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 	return schemas, nil
 }
 
-// checkForeignKeys warns about foreign keys of selected tables whose
-// referential actions change rows that the binlog does not record: MariaDB
-// (MDEV-38243) and MySQL before 9.6 apply ON DELETE/UPDATE CASCADE, SET
-// NULL and SET DEFAULT inside the storage engine, so the child rows they
-// change or delete never reach cdcsync, and the mirror keeps them.
+// checkForeignKeys reports the foreign keys of selected tables whose
+// referential actions change rows that the binlog does not record (see
+// CascadesLogged): cdcsync applies those between selected tables itself
+// (merge/cascade.go), and warns about those whose parent is not selected,
+// whose changes it never sees.
 func (p *pfRun) checkForeignKeys() error {
-	if p.flavor == cdcsync.FlavorMySQL && !pfVersionLess(p.version, "9.6") {
-		return nil // MySQL 9.6 writes cascaded changes to the binlog
-	}
-	// SHOW CREATE TABLE, not information_schema.REFERENTIAL_CONSTRAINTS,
-	// which MariaDB shows to an account with SELECT privileges only
-	// partly (an empty result for cdcsync's replication account).
-	var found []string
-	for _, id := range p.selected {
-		r, err := connQuery(p.ctx, p.conn, "SHOW CREATE TABLE "+QuoteIdent(id.Database)+"."+QuoteIdent(id.Table))
-		if err != nil {
-			return fmt.Errorf("read the definition of %s: %w", id, err)
-		}
-		if len(r.Values) == 0 || len(r.Values[0]) < 2 {
-			continue
-		}
-		for _, m := range pfForeignKey.FindAllStringSubmatch(connText(r.Values[0][1]), -1) {
-			var actions []string
-			for _, a := range pfFKAction.FindAllStringSubmatch(m[3], -1) {
-				if act := strings.ToUpper(strings.Join(strings.Fields(a[2]), " ")); act != "RESTRICT" && act != "NO ACTION" {
-					actions = append(actions, "ON "+strings.ToUpper(a[1])+" "+act)
-				}
-			}
-			if len(actions) > 0 {
-				found = append(found, fmt.Sprintf("%s (%s %s, referencing %s)", id, m[1], strings.Join(actions, ", "), strings.ReplaceAll(m[2], "`", "")))
-			}
-		}
-	}
-	if len(found) == 0 {
-		p.ok("foreign_keys", "no selected table has a foreign key with a cascading action")
+	if CascadesLogged(p.flavor, p.version) {
 		return nil
 	}
-	p.warn("foreign_keys", "%s does not write the changes of cascading foreign-key actions to the binlog, so the mirror keeps the rows they delete or change in %s; "+
-		"delete or update the child rows explicitly before the parent's (then the cascade finds nothing), or replace the action with ON DELETE RESTRICT, "+
-		"or exclude those tables from source.include",
-		p.serverName()+" "+p.version, pfAnd(found, 5))
+	fks, unsupported, err := ForeignKeys(p.ctx, p.conn, p.selected)
+	if err != nil {
+		return err
+	}
+	selected := map[cdcsync.TableID]bool{}
+	for _, id := range p.selected {
+		selected[id] = true
+	}
+	var applied, unseen []string
+	for _, fk := range fks {
+		if selected[fk.Parent] {
+			applied = append(applied, describeFK(fk))
+		} else {
+			unseen = append(unseen, describeFK(fk))
+		}
+	}
+	if len(unseen) > 0 || len(unsupported) > 0 {
+		p.warn("foreign_keys", "%s does not write the changes of cascading foreign-key actions to the binlog, and cdcsync applies them only when it mirrors the parent table too, "+
+			"so the mirror keeps the rows they delete or change in %s; add the referenced tables to source.include, "+
+			"or delete or update the child rows explicitly before the parent's (then the cascade finds nothing), or replace the action with ON DELETE RESTRICT",
+			p.serverName()+" "+p.version, pfAnd(append(unseen, unsupported...), 5))
+	}
+	if len(applied) > 0 {
+		p.ok("foreign_keys", "%s does not write the changes of cascading foreign-key actions to the binlog; cdcsync applies them itself for %s "+
+			"(each cascade reads the child table's committed rows: see docs/architecture.md, \"Foreign-key cascades\")",
+			p.serverName()+" "+p.version, pfAnd(applied, 5))
+	} else if len(unseen) == 0 && len(unsupported) == 0 {
+		p.ok("foreign_keys", "no selected table has a foreign key with a cascading action")
+	}
 	return nil
 }
-
-// pfForeignKey matches a FOREIGN KEY clause of SHOW CREATE TABLE: its name,
-// the referenced table and the actions that follow.
-var pfForeignKey = regexp.MustCompile("(?i)CONSTRAINT `((?:[^`]|``)+)` FOREIGN KEY \\([^)]*\\) REFERENCES ((?:`(?:[^`]|``)+`\\.)?`(?:[^`]|``)+`) \\([^)]*\\)((?: ON (?:DELETE|UPDATE) (?:CASCADE|SET NULL|SET DEFAULT|RESTRICT|NO ACTION))*)")
-
-var pfFKAction = regexp.MustCompile(`(?i)ON (DELETE|UPDATE) (CASCADE|SET NULL|SET DEFAULT|RESTRICT|NO ACTION)`)
 
 func (p *pfRun) databases() ([]string, error) {
 	r, err := connQuery(p.ctx, p.conn, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA"+

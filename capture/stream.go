@@ -42,6 +42,11 @@ type StreamConfig struct {
 	// a table created before it that the session does not know was dropped
 	// or renamed since, and is not a new table.
 	Horizon cdcsync.Position
+	// ForeignKeys says that the pipeline applies foreign-key actions
+	// (merge/cascade.go): a statement that may add or drop a foreign key of
+	// a mirrored table ends the stream after its transaction, with
+	// ErrForeignKeys, so that the next session reads them again.
+	ForeignKeys bool
 	// SettledXA are XA transactions prepared before Start that the copies
 	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
 	// no PREPARE, since the copies read their rows.

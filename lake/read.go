@@ -87,3 +87,109 @@ func SchemaFromIceberg(tbl *table.Table) (*cdcsync.TableSchema, error) {
 	}
 	return ts, nil
 }
+
+// RowsWhere reads the table's committed rows (on the branch its commits go
+// to) whose columns cols hold one of the value tuples vals; a NULL never
+// matches. The scan prunes files by the values' bounds where it can and the
+// rows are matched exactly here. The foreign-key cascades of merge read
+// child rows this way.
+func (t *Table) RowsWhere(ctx context.Context, cols []int, vals [][]any) ([]cdcsync.Row, error) {
+	ctx = t.scope(ctx)
+	tbl := t.current()
+	snap := head(tbl.Metadata(), refOf(tbl.Metadata()))
+	if snap == nil || len(vals) == 0 {
+		return nil, nil
+	}
+	ts := t.Schema
+	want := map[string]bool{}
+	var key []byte
+	for _, v := range vals {
+		if k, ok := cdcsync.AppendTuple(key[:0], v...); ok {
+			want[string(k)] = true
+		}
+	}
+	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID)}
+	if f := valuesFilter(ts, cols, vals); f != nil {
+		opts = append(opts, table.WithRowFilter(f))
+	}
+	_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the rows of %s by %v: %w", ts.ID, columnNames(ts, cols), err)
+	}
+	var out []cdcsync.Row
+	for rec, err := range recs {
+		if err != nil {
+			return nil, fmt.Errorf("read the rows of %s by %v: %w", ts.ID, columnNames(ts, cols), err)
+		}
+		rows, err := rowsFromBatch(rec, ts)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			key = key[:0]
+			ok := true
+			for _, c := range cols {
+				if key, ok = cdcsync.AppendValue(key, r[c]); !ok {
+					break
+				}
+			}
+			if ok && want[string(key)] {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// valuesFilter is the scan filter "cols equal one of vals", or nil when a
+// value has no Iceberg literal (the scan then reads every file).
+func valuesFilter(ts *cdcsync.TableSchema, cols []int, vals [][]any) iceberg.BooleanExpression {
+	lit := func(i int, v any) (iceberg.Literal, bool) {
+		c := &ts.Columns[cols[i]]
+		l, err := literalOf(v, c.Kind, c.Precision, c.Scale)
+		return l, err == nil
+	}
+	if len(cols) == 1 {
+		var lits []iceberg.Literal
+		for _, v := range vals {
+			l, ok := lit(0, v[0])
+			if !ok {
+				return nil
+			}
+			lits = append(lits, l)
+		}
+		return iceberg.SetPredicate(iceberg.OpIn, iceberg.Reference(ts.Columns[cols[0]].Name), lits)
+	}
+	var ors []iceberg.BooleanExpression
+	for _, v := range vals {
+		var ands []iceberg.BooleanExpression
+		for i := range cols {
+			l, ok := lit(i, v[i])
+			if !ok {
+				return nil
+			}
+			ands = append(ands, iceberg.LiteralPredicate(iceberg.OpEQ, iceberg.Reference(ts.Columns[cols[i]].Name), l))
+		}
+		if len(ands) == 1 {
+			ors = append(ors, ands[0])
+		} else {
+			ors = append(ors, iceberg.NewAnd(ands[0], ands[1], ands[2:]...))
+		}
+	}
+	switch len(ors) {
+	case 0:
+		return nil
+	case 1:
+		return ors[0]
+	}
+	return iceberg.NewOr(ors[0], ors[1], ors[2:]...)
+}
+
+func columnNames(ts *cdcsync.TableSchema, cols []int) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = ts.Columns[c].Name
+	}
+	return out
+}

@@ -6,9 +6,7 @@ package merge
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -265,6 +263,24 @@ func (b *tableBuffer) output() (deletes, rows []cdcsync.Row) {
 	return deletes, rows
 }
 
+// each calls fn with every key of the epoch: a row holding its key (the
+// final image, or else the first) and its final image (nil: deleted). A
+// copied row deleted again in the epoch, whose key the table never held,
+// is left out.
+func (b *tableBuffer) each(fn func(key, final cdcsync.Row)) {
+	for _, c := range b.chunks {
+		for i := range c {
+			e := &c[i]
+			switch {
+			case e.final != nil:
+				fn(e.final, e.final)
+			case e.first != nil:
+				fn(e.first, nil)
+			}
+		}
+	}
+}
+
 // changeCounts returns how many changes of each operation the table
 // received (operations it never received are absent).
 func (b *tableBuffer) changeCounts() map[cdcsync.Op]int {
@@ -300,37 +316,12 @@ func appendKey(s *cdcsync.TableSchema, buf []byte, row cdcsync.Row) ([]byte, err
 		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", s.ID, len(row), len(s.Columns))
 	}
 	for _, i := range s.PrimaryKey {
-		switch v := row[i].(type) {
-		case int32:
-			buf = append(buf, 'i')
-			buf = binary.BigEndian.AppendUint32(buf, uint32(v))
-		case int64:
-			buf = append(buf, 'l')
-			buf = binary.BigEndian.AppendUint64(buf, uint64(v))
-		case float32:
-			buf = append(buf, 'f')
-			buf = binary.BigEndian.AppendUint32(buf, math.Float32bits(v))
-		case float64:
-			buf = append(buf, 'd')
-			buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(v))
-		case string:
-			buf = append(buf, 's')
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-		case []byte:
-			buf = append(buf, 'b')
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-		case bool:
-			if v {
-				buf = append(buf, 't')
-			} else {
-				buf = append(buf, 'F')
+		var ok bool
+		if buf, ok = cdcsync.AppendValue(buf, row[i]); !ok {
+			if row[i] == nil {
+				return nil, fmt.Errorf("primary key column %s of %s is NULL", s.Columns[i].Name, s.ID)
 			}
-		case nil:
-			return nil, fmt.Errorf("primary key column %s of %s is NULL", s.Columns[i].Name, s.ID)
-		default:
-			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", s.Columns[i].Name, s.ID, v, v)
+			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", s.Columns[i].Name, s.ID, row[i], row[i])
 		}
 	}
 	return buf, nil

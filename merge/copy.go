@@ -77,6 +77,7 @@ type copyTable struct {
 	pending map[int]*chunkResult
 	windows map[*window]struct{}
 	cancel  context.CancelFunc // stops this copy's goroutines
+	started bool               // its splitter runs (see startWaiting)
 }
 
 // window is opened before a chunk's snapshot begins.
@@ -180,12 +181,54 @@ func (p *Pipeline) startCopies(ctx context.Context) {
 			p.work(ctx)
 		}()
 	}
+	p.startWaiting(ctx)
+}
+
+// startWaiting starts the copies that wait for nothing. A table copies once
+// the tables its cascading foreign keys reference are copied (unless they
+// reference each other): a cascade from a parent finds only the child rows
+// copied so far, so the rows it cannot see must not have descendants
+// copied already (cascade.go).
+func (p *Pipeline) startWaiting(ctx context.Context) {
+	var ready []*copyTable
+	waiting := 0
 	for _, ct := range p.copies {
+		if ct.started {
+			continue
+		}
+		if p.parentCopying(ct.id) {
+			waiting++
+			continue
+		}
+		ready = append(ready, ct)
+	}
+	if len(ready) == 0 && waiting > 0 {
+		// Tables referencing each other: they copy together.
+		for _, ct := range p.copies {
+			if !ct.started {
+				ready = append(ready, ct)
+			}
+		}
+	}
+	for _, ct := range ready {
 		p.startSplitter(ctx, ct)
 	}
 }
 
+// parentCopying says whether a table that id's cascading foreign keys
+// reference, other than id itself, is being copied.
+func (p *Pipeline) parentCopying(id cdcsync.TableID) bool {
+	for i := range p.opts.ForeignKeys {
+		fk := &p.opts.ForeignKeys[i]
+		if fk.Child == id && fk.Parent != id && p.copies[fk.Parent] != nil && p.schemas[fk.Parent] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Pipeline) startSplitter(ctx context.Context, ct *copyTable) {
+	ct.started = true
 	c := p.copier
 	tctx, cancel := context.WithCancel(ctx)
 	ct.cancel = cancel
@@ -517,6 +560,9 @@ func (p *Pipeline) copyDone(ct *copyTable) {
 	if len(p.copies) == 0 {
 		p.log.Info("all initial copies finished")
 	}
+	if p.copyCtx != nil {
+		p.startWaiting(p.copyCtx)
+	}
 }
 
 // cancelCopy ends a table's copy without completing it (pipeline goroutine).
@@ -535,6 +581,9 @@ func (p *Pipeline) cancelCopy(id cdcsync.TableID) {
 	p.mu.Lock()
 	delete(p.progress, id)
 	p.mu.Unlock()
+	if p.copyCtx != nil {
+		p.startWaiting(p.copyCtx)
+	}
 }
 
 func (p *Pipeline) setProgress(id cdcsync.TableID, f func(*CopyProgress)) {
@@ -601,8 +650,8 @@ func (p *Pipeline) resync(ctx context.Context, id cdcsync.TableID, barrier func(
 	p.nextEpoch++
 	p.cancelCopy(id)
 	delete(p.skip, id)
-	ct := p.addCopy(id, cdcsync.CopyState{}, true)
-	p.startSplitter(p.copyCtx, ct)
+	p.addCopy(id, cdcsync.CopyState{}, true)
+	p.startWaiting(p.copyCtx)
 	p.log.Info("copying the table afresh (resync)", "table", id.String(), "position", p.pos.String())
 	return nil
 }

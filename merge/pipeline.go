@@ -126,6 +126,10 @@ type Options struct {
 	Fault func(point string)
 	// Copy configures the initial copy of the tables that have a CopyState.
 	Copy CopyOptions
+	// ForeignKeys are the foreign keys between the tables whose actions
+	// the binlog does not record: the pipeline applies them (cascade.go),
+	// reading child rows through the sink, which must be a RowFinder.
+	ForeignKeys []cdcsync.ForeignKey
 }
 
 // Pipeline turns a stream of transactions into epoch commits.
@@ -152,6 +156,13 @@ type Pipeline struct {
 	copyCtx context.Context
 	pos     cdcsync.Position // position after the last transaction read
 	readPos cdcsync.Position // how far the binlog is read: pos, or a later progress marker
+	// inflight is the epoch being committed in the background (its buffer
+	// is read only from then on); rows finds committed rows (cascade.go).
+	inflight *Buffer
+	rows     RowFinder
+	// recopy are tables a cascade into a copying table left behind, with
+	// that table: they are copied again after the transaction.
+	recopy map[cdcsync.TableID]cdcsync.TableID
 	// readResume is the Resume of what was read last (cdcsync.Txn.Resume):
 	// where a restart must read from while XA transactions are prepared.
 	readResume cdcsync.Position
@@ -207,6 +218,7 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
 		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
 		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{}}
+	p.rows, _ = sink.(RowFinder)
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
 		if !t.Committed.IsZero() {
@@ -270,7 +282,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			return nil
 		}
 		r := <-inflight
-		inflight = nil
+		inflight, p.inflight = nil, nil
 		return p.afterCommit(r)
 	}
 	defer func() { _ = wait() }()
@@ -325,7 +337,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			return nil
 		}
 		ch := make(chan commitResult, 1)
-		inflight = ch
+		inflight, p.inflight = ch, b
 		go func() { ch <- p.commit(commitCtx, job) }()
 		return nil
 	}
@@ -371,7 +383,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return err
 			}
 		case r := <-inflight:
-			inflight = nil
+			inflight, p.inflight = nil, nil
 			if err := p.afterCommit(r); err != nil {
 				return err
 			}
@@ -400,13 +412,21 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 					return err
 				}
 			}
-			if err := p.apply(open(t.Time), t); err != nil {
+			if err := p.apply(ctx, open(t.Time), t); err != nil {
 				// Part of t may be folded into the open epoch: it is not
 				// committed (its transactions are read again after a
 				// restart), so no table gets part of a transaction.
 				buf = nil
 				return finish(err)
 			}
+			for id, copying := range p.recopy {
+				p.log.Warn("a foreign-key cascade reached rows the initial copy has not read yet; the tables referencing them are copied again",
+					"copying", copying.String(), "table", id.String())
+				if err := p.resync(ctx, id, barrier); err != nil {
+					return finish(err)
+				}
+			}
+			clear(p.recopy)
 			if len(p.copies) > 0 {
 				if err := mergeCopies(); err != nil {
 					return err
@@ -502,7 +522,11 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 	return nil
 }
 
-func (p *Pipeline) apply(buf *Buffer, t *cdcsync.Txn) error {
+func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error {
+	t, err := p.cascade(ctx, buf, t)
+	if err != nil {
+		return err
+	}
 	var covered map[cdcsync.TableID]bool
 	if len(p.skip) > 0 {
 		covered = map[cdcsync.TableID]bool{}
@@ -599,21 +623,23 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	maintain := p.maintenanceDue(buf)
 	start := time.Now()
 	epoch := p.nextEpoch
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(p.opts.CommitConcurrency)
-	for i, id := range tables {
-		if i > 0 && p.opts.Fault != nil {
-			p.opts.Fault("between-tables")
+	for i, rank := range p.commitRanks(tables) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(p.opts.CommitConcurrency)
+		for j, id := range rank {
+			if (i > 0 || j > 0) && p.opts.Fault != nil {
+				p.opts.Fault("between-tables")
+			}
+			d := Delta{Epoch: epoch, Pos: buf.End}
+			d.Deletes, d.Rows = buf.Output(id)
+			if st, ok := job.copies[id]; ok {
+				d.Copy = &st
+			}
+			g.Go(func() error { return p.commitTable(gctx, id, d) })
 		}
-		d := Delta{Epoch: epoch, Pos: buf.End}
-		d.Deletes, d.Rows = buf.Output(id)
-		if st, ok := job.copies[id]; ok {
-			d.Copy = &st
+		if err := g.Wait(); err != nil {
+			return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 		}
-		g.Go(func() error { return p.commitTable(gctx, id, d) })
-	}
-	if err := g.Wait(); err != nil {
-		return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 	}
 	if len(tables) == 0 && job.ckpt == p.lastCkpt {
 		p.mu.Lock()
@@ -672,6 +698,47 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 // while catching up, so that a lag that never ends (or a server clock far
 // behind cdcsync's) cannot starve it.
 const maxMaintenanceSkips = 10
+
+// commitRanks orders the tables of an epoch for its commit: a table
+// referenced by a cascading foreign key commits after the tables that
+// reference it (each rank waits for the one before). After a crash between
+// two tables' commits, a table that holds the epoch then has every table
+// below it in the chain holding it too, so a parent change that is passed
+// over when read again has no cascade left to apply (cascade.go). Without
+// such keys every table is in one rank, committed in parallel.
+func (p *Pipeline) commitRanks(tables []cdcsync.TableID) [][]cdcsync.TableID {
+	if len(p.opts.ForeignKeys) == 0 {
+		return [][]cdcsync.TableID{tables}
+	}
+	rank := map[cdcsync.TableID]int{}
+	// Longest path from the leaves; a cycle stops growing at the number of
+	// keys.
+	limit := len(p.opts.ForeignKeys)
+	for range limit {
+		moved := false
+		for i := range p.opts.ForeignKeys {
+			fk := &p.opts.ForeignKeys[i]
+			if fk.Child == fk.Parent {
+				continue
+			}
+			if r := rank[fk.Child] + 1; r > rank[fk.Parent] && r <= limit {
+				rank[fk.Parent], moved = r, true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	var out [][]cdcsync.TableID
+	for _, id := range tables {
+		r := rank[id]
+		for len(out) <= r {
+			out = append(out, nil)
+		}
+		out[r] = append(out[r], id)
+	}
+	return slices.DeleteFunc(out, func(r []cdcsync.TableID) bool { return len(r) == 0 })
+}
 
 // maintenanceDue says whether the epoch in buf is followed by maintenance
 // (the committing goroutine). While cdcsync catches up on a backlog (the

@@ -58,6 +58,9 @@ type Metrics struct {
 	// TypePolicyValues counts the values a types: policy changed (zero
 	// dates written as NULL or 1970-01-01), by table, column and policy.
 	TypePolicyValues *prometheus.CounterVec
+	// CascadedChanges counts the child-row changes of foreign-key actions
+	// cdcsync applied itself (the binlog lacks them), by child table.
+	CascadedChanges *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them, with Go and process
@@ -109,6 +112,9 @@ func New() *Metrics {
 		TablesStopped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_tables_stopped", Help: "Selected tables cdcsync stopped mirroring because of a schema change it cannot follow; the log says why and how to resume.",
 		}),
+		CascadedChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_cascaded_changes_total", Help: "Child-row changes of ON DELETE/ON UPDATE CASCADE and SET NULL foreign keys, which the binlog does not record and cdcsync applied, by child table.",
+		}, []string{"table"}),
 		TypePolicyValues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_type_policy_values_total", Help: "Values Iceberg cannot hold (zero dates) that a types: policy replaced, by table, column and policy (to_null, to_epoch).",
 		}, []string{"table", "column", "policy"}),
@@ -174,7 +180,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.TypePolicyValues,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

@@ -80,6 +80,7 @@ func TestRestartReason(t *testing.T) {
 	}{
 		{fmt.Errorf("x: %w", capture.ErrDisconnected), "source"},
 		{fmt.Errorf("x: %w", capture.ErrNewTable), "new_table"},
+		{fmt.Errorf("x: %w", capture.ErrForeignKeys), "schema"},
 		{fmt.Errorf("%w: catalog down", merge.ErrCommit), "commit"},
 		{fmt.Errorf("%w: %w", merge.ErrCommit, merge.Permanent(errors.New("other writer"))), ""},
 		{fmt.Errorf("%w: %w", merge.ErrCommit, lake.ErrConflict), ""},

@@ -137,7 +137,7 @@ func restartReason(err error) string {
 		return "source"
 	case errors.Is(err, capture.ErrNewTable):
 		return "new_table"
-	case errors.Is(err, merge.ErrRestart):
+	case errors.Is(err, merge.ErrRestart), errors.Is(err, capture.ErrForeignKeys):
 		return "schema"
 	case lake.Transient(err):
 		return "storage"
@@ -223,6 +223,14 @@ func (d *daemon) session(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
 	}
 	serverUUID, err := capture.ServerIdentity(ctx, conn, flavor)
+	var fks []cdcsync.ForeignKey // whose actions the binlog lacks: the pipeline applies them
+	if err == nil && !capture.CascadesLogged(flavor, version) {
+		ids := make([]cdcsync.TableID, 0, len(schemas))
+		for _, s := range schemas {
+			ids = append(ids, s.ID)
+		}
+		fks, _, err = capture.ForeignKeys(ctx, conn, ids)
+	}
 	conn.Close()
 	if err != nil {
 		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
@@ -501,6 +509,7 @@ func (d *daemon) session(ctx context.Context) error {
 		Transient:         lake.Transient,
 		Quit:              ctx.Done(),
 		Fault:             d.fault,
+		ForeignKeys:       fks,
 		Copy: merge.CopyOptions{
 			Source:    chunkSource{chunks},
 			ChunkRows: cfg.Snapshot.ChunkRows,
@@ -522,7 +531,7 @@ func (d *daemon) session(ctx context.Context) error {
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
 			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
-			Horizon: horizon, SettledXA: preparedXA, Config: cfg, Values: d.values, Log: log}, txns)
+			Horizon: horizon, SettledXA: preparedXA, ForeignKeys: !capture.CascadesLogged(flavor, version), Config: cfg, Values: d.values, Log: log}, txns)
 	})
 	g.Go(func() error {
 		// The pipeline ends by itself when the stream closes txns; it must not
@@ -690,6 +699,16 @@ type lakeSink struct {
 	tables map[cdcsync.TableID]*lake.Table
 	m      *metrics.Metrics
 	maint  *lake.Maintainer
+}
+
+// RowsWhere reads a table's committed rows for the foreign-key cascades
+// of merge.
+func (s *lakeSink) RowsWhere(ctx context.Context, id cdcsync.TableID, cols []int, vals [][]any) ([]cdcsync.Row, error) {
+	t := s.tables[id]
+	if t == nil {
+		return nil, fmt.Errorf("%s is not a mirrored table", id)
+	}
+	return t.RowsWhere(ctx, cols, vals)
 }
 
 func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta) error {

@@ -1,0 +1,34 @@
+package cdcsync
+
+// ForeignKey is a foreign key between two mirrored tables whose referential
+// action changes rows that the binlog does not record: MariaDB and MySQL
+// before 9.6 apply ON DELETE/ON UPDATE CASCADE and SET NULL inside InnoDB,
+// so cdcsync applies them itself (merge/cascade.go).
+type ForeignKey struct {
+	Name       string   // the constraint's name
+	Child      TableID  // the table with the foreign key
+	ChildCols  []string // its columns, in key order
+	Parent     TableID  // the referenced table
+	ParentCols []string // the referenced columns, in the same order
+	OnDelete   FKAction
+	OnUpdate   FKAction
+}
+
+// FKAction is a referential action.
+type FKAction int
+
+const (
+	FKNoAction FKAction = iota // RESTRICT, NO ACTION: nothing changes in the child
+	FKCascade                  // the child rows are deleted, or get the parent's new key
+	FKSetNull                  // the child rows' foreign-key columns become NULL
+)
+
+func (a FKAction) String() string {
+	switch a {
+	case FKCascade:
+		return "CASCADE"
+	case FKSetNull:
+		return "SET NULL"
+	}
+	return "NO ACTION"
+}

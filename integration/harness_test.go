@@ -368,6 +368,12 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			out := ""
 			if p != nil {
+				// A hung daemon prints its goroutines on SIGQUIT.
+				_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.done:
+				case <-time.After(5 * time.Second):
+				}
 				out = p.output()
 			}
 			e.t.Fatalf("cdcsync did not catch up to %s within %s (checkpoint %+v); output:\n%s", target, timeout, ck, out)

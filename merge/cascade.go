@@ -74,6 +74,7 @@ type cascadeRun struct {
 	cache   map[*cdcsync.ForeignKey]map[string][]cdcsync.Row   // child rows before the transaction, by foreign-key value
 	index   map[*cdcsync.ForeignKey]map[string]map[string]bool // overlay rows of the child, by foreign-key value
 	rels    map[cdcsync.TableID][]relation
+	pos     cdcsync.Position // the transaction's
 }
 
 // cascade returns t with the changes of the foreign-key actions its
@@ -84,7 +85,7 @@ func (p *Pipeline) cascade(ctx context.Context, buf *Buffer, t *cdcsync.Txn) (*c
 	}
 	run := &cascadeRun{p: p, ctx: ctx, overlay: map[cdcsync.TableID]map[string]cdcsync.Row{},
 		cache: map[*cdcsync.ForeignKey]map[string][]cdcsync.Row{}, index: map[*cdcsync.ForeignKey]map[string]map[string]bool{},
-		rels: map[cdcsync.TableID][]relation{}}
+		rels: map[cdcsync.TableID][]relation{}, pos: t.Pos}
 	if p.inflight != nil {
 		run.bufs = append(run.bufs, p.inflight)
 	}
@@ -226,7 +227,7 @@ func (r *cascadeRun) step(frontier []cdcsync.Change) ([]cdcsync.Change, error) {
 	for _, tr := range trs {
 		child := tr.rel.fk.Child
 		if r.p.copies[child] != nil {
-			r.p.partialCascade(child)
+			r.p.partialCascade(child, r.pos)
 		}
 		children, err := r.children(tr.rel, tr.old)
 		if err != nil {
@@ -438,21 +439,33 @@ func (r *cascadeRun) note(c cdcsync.Change) error {
 	return nil
 }
 
-// partialCascade handles a cascade into child while child is copied: it
-// sees only the rows copied so far. Chunks read before may hold rows the
-// cascade removes or changes, which nothing names: they are read again.
+// partialCascade handles a cascade at pos into child while child is
+// copied: it sees only the rows copied so far. Chunks whose snapshot
+// predates it may hold rows the cascade removes or changes, which nothing
+// names: they are read again (chunks read after it show its result).
 // The rows it cannot see have cascades of their own, into the tables that
-// reference child: those copied already (child itself, when it references
-// itself) are copied again after this transaction (Run); those whose copy
-// waits for child's read the result.
-func (p *Pipeline) partialCascade(child cdcsync.TableID) {
-	p.schemaChanged(child)
+// reference child: those copied already (tables referencing each other)
+// are copied again after this transaction (Run); those whose copy waits for
+// child's read the result, and child itself, when it references itself, is
+// copied in one chunk, which is read again.
+func (p *Pipeline) partialCascade(child cdcsync.TableID, pos cdcsync.Position) {
+	if ct := p.copies[child]; ct != nil {
+		ct.cascaded = pos
+		for n, r := range ct.pending {
+			if !includes(r.pos, pos) {
+				delete(ct.pending, n)
+				delete(ct.windows, r.w)
+				r.reply <- again
+			}
+		}
+	}
 	for i := range p.opts.ForeignKeys {
 		fk := &p.opts.ForeignKeys[i]
 		if fk.Parent != child || p.schemas[fk.Child] == nil || (fk.OnDelete == cdcsync.FKNoAction && fk.OnUpdate == cdcsync.FKNoAction) {
 			continue
 		}
-		if ct := p.copies[fk.Child]; ct != nil && !ct.started {
+		if ct := p.copies[fk.Child]; (ct != nil && !ct.started) || fk.Child == child {
+			// Copies later, or (referencing itself) in one chunk, read again.
 			continue
 		}
 		if p.recopy == nil {

@@ -78,6 +78,9 @@ type copyTable struct {
 	windows map[*window]struct{}
 	cancel  context.CancelFunc // stops this copy's goroutines
 	started bool               // its splitter runs (see startWaiting)
+	// cascaded is the position of the last foreign-key cascade into the
+	// table: a chunk whose snapshot predates it is read again (cascade.go).
+	cascaded cdcsync.Position
 }
 
 // window is opened before a chunk's snapshot begins.
@@ -215,6 +218,18 @@ func (p *Pipeline) startWaiting(ctx context.Context) {
 	}
 }
 
+// selfReferencing says whether a cascading foreign key of id references
+// id itself.
+func (p *Pipeline) selfReferencing(id cdcsync.TableID) bool {
+	for i := range p.opts.ForeignKeys {
+		fk := &p.opts.ForeignKeys[i]
+		if fk.Child == id && fk.Parent == id {
+			return true
+		}
+	}
+	return false
+}
+
 // parentCopying says whether a table that id's cascading foreign keys
 // reference, other than id itself, is being copied.
 func (p *Pipeline) parentCopying(id cdcsync.TableID) bool {
@@ -237,6 +252,12 @@ func (p *Pipeline) startSplitter(ctx context.Context, ct *copyTable) {
 	p.setProgress(ct.id, func(cp *CopyProgress) {
 		cp.Rows, cp.Started, cp.Session = ct.state.Rows, time.Now(), 0
 	})
+	// A table whose cascading foreign key references itself is read in one
+	// chunk: a cascade finds the child rows merged so far, and with several
+	// chunks a row merged early could descend from one a later chunk no
+	// longer has (cascade.go). Such tables (trees: categories, staff) are
+	// small as a rule; the copy of a large one holds it whole in memory.
+	whole := p.selfReferencing(ct.id)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -245,6 +266,9 @@ func (p *Pipeline) startSplitter(ctx context.Context, ct *copyTable) {
 		}
 		for n := 0; ; n++ {
 			hi, last, err := c.opts.Source.NextBound(tctx, schema, after, c.opts.ChunkRows)
+			if whole {
+				hi, last = "", true
+			}
 			if err != nil {
 				if tctx.Err() == nil {
 					c.fail(fmt.Errorf("%w: split %s after %s: %w", ErrCopy, ct.id, describeBound(after), err))
@@ -392,6 +416,10 @@ func (p *Pipeline) receive(r *chunkResult) *cdcsync.Txn {
 		return nil
 	case r.w.gen != ct.gen:
 		// A schema change or TRUNCATE came between: the rows may predate it.
+		r.reply <- again
+		return nil
+	case !ct.cascaded.IsZero() && !includes(r.pos, ct.cascaded):
+		// A cascade it could not see the rows of came after its snapshot.
 		r.reply <- again
 		return nil
 	}
@@ -662,6 +690,13 @@ func (p *Pipeline) addCopy(id cdcsync.TableID, st cdcsync.CopyState, clean bool)
 	p.copies[id] = ct
 	p.setProgress(id, func(cp *CopyProgress) { cp.Rows = st.Rows })
 	return ct
+}
+
+// includes says whether position a includes b (false when they cannot be
+// compared).
+func includes(a, b cdcsync.Position) bool {
+	ok, err := a.Includes(b)
+	return err == nil && ok
 }
 
 // schemaChanged makes chunks read before a schema change or TRUNCATE of a

@@ -2,9 +2,11 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/integration/testenv"
@@ -79,5 +81,48 @@ func TestForeignKeyCascades(t *testing.T) {
 	}
 	if f := find("fk.orders", "fk.refunds"); f.Warning || !f.OK || !strings.Contains(f.Message, "no selected table") {
 		t.Errorf("with no child of a cascade selected: %s", f)
+	}
+}
+
+// TestStreamEndsAtForeignKeyChanges: with cascades applied, a statement
+// that adds or drops a foreign key of a mirrored table ends the stream with
+// ErrForeignKeys after its transaction, so that the next session reads the
+// keys again; one of an unmirrored table does not.
+func TestStreamEndsAtForeignKeyChanges(t *testing.T) {
+	db := rdbStart(t)
+	src := rdbSource(db.Host, db.Port, "root", "")
+	root := rdbConnect(t, src)
+	rdbExec(t, root, "CREATE DATABASE fks", "CREATE TABLE fks.p (id INT PRIMARY KEY)",
+		"CREATE TABLE fks.c (id INT PRIMARY KEY, p INT, CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE CASCADE)",
+		"CREATE TABLE fks.other (id INT PRIMARY KEY, p INT)")
+	ctx := context.Background()
+	schema, err := LoadSchema(ctx, root, cdcsync.TableID{Database: "fks", Table: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmts := range [][]string{
+		{"ALTER TABLE fks.c DROP FOREIGN KEY fk"},
+		{"SET SESSION foreign_key_checks = 0", "ALTER TABLE fks.c ADD CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE SET NULL"},
+	} {
+		start, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start, Horizon: start, ForeignKeys: true,
+			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{schema.ID: schema}}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out := make(chan *cdcsync.Txn, 64)
+		done := make(chan error, 1)
+		go func() { done <- Stream(sctx, cfg, out) }()
+		rdbExec(t, root, "ALTER TABLE fks.other ADD CONSTRAINT fko FOREIGN KEY (p) REFERENCES fks.p (id)", "ALTER TABLE fks.other DROP FOREIGN KEY fko")
+		rdbExec(t, root, stmts...)
+		err = <-done
+		cancel()
+		if !errors.Is(err, ErrForeignKeys) || !strings.Contains(err.Error(), "fks.c") && !strings.Contains(err.Error(), stmts[len(stmts)-1][:20]) {
+			t.Fatalf("after %q Stream returned %v, want ErrForeignKeys", stmts, err)
+		}
+		if strings.Contains(err.Error(), "fko") {
+			t.Errorf("a foreign key of a table cdcsync does not mirror ended the stream: %v", err)
+		}
 	}
 }

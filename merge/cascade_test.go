@@ -253,3 +253,131 @@ func TestCommitRanks(t *testing.T) {
 		t.Fatalf("ranks %v, want %s", got, want)
 	}
 }
+
+// TestForeignKeyChainRandom checks the orders -> items -> notes chain
+// against a model of MySQL under random changes, over epochs of every size.
+func TestForeignKeyChainRandom(t *testing.T) {
+	type item struct {
+		order  any
+		region any
+	}
+	for _, maxRows := range []int{1, 3, 10, 100} {
+		r := rand.New(rand.NewPCG(uint64(maxRows), 11))
+		orders := map[int64]string{}
+		items := map[int64]item{}
+		notes := map[int64]any{}
+		next := int64(0)
+		id := func() int64 { next++; return next }
+		some := func() int64 { return 1 + r.Int64N(next+1) }
+		var txns []*cdcsync.Txn
+		for seq := 1; seq <= 600; seq++ {
+			var ch []cdcsync.Change
+			switch r.IntN(6) {
+			case 0, 1:
+				o, reg := id(), []string{"eu", "us"}[r.IntN(2)]
+				orders[o] = reg
+				ch = append(ch, chg(fkOrders, cdcsync.OpInsert, nil, cdcsync.Row{o, reg}))
+				for range r.IntN(3) {
+					i := id()
+					items[i] = item{o, reg}
+					ch = append(ch, chg(fkItems, cdcsync.OpInsert, nil, cdcsync.Row{i, o, reg}))
+					for range r.IntN(3) {
+						n := id()
+						notes[n] = i
+						ch = append(ch, chg(fkNotes, cdcsync.OpInsert, nil, cdcsync.Row{n, i}))
+					}
+				}
+			case 2:
+				o := some()
+				reg, ok := orders[o]
+				if !ok {
+					continue
+				}
+				ch = append(ch, chg(fkOrders, cdcsync.OpDelete, cdcsync.Row{o, reg}, nil))
+				delete(orders, o)
+				for i, it := range items {
+					if it.order == o && it.region == reg {
+						delete(items, i)
+						for n, ni := range notes {
+							if ni == i {
+								notes[n] = nil
+							}
+						}
+					}
+				}
+			case 3:
+				o := some()
+				reg, ok := orders[o]
+				if !ok {
+					continue
+				}
+				no := id()
+				ch = append(ch, chg(fkOrders, cdcsync.OpUpdate, cdcsync.Row{o, reg}, cdcsync.Row{no, reg}))
+				delete(orders, o)
+				orders[no] = reg
+				for i, it := range items {
+					if it.order == o && it.region == reg {
+						items[i] = item{no, reg}
+					}
+				}
+			case 4:
+				i := some()
+				it, ok := items[i]
+				if !ok {
+					continue
+				}
+				ch = append(ch, chg(fkItems, cdcsync.OpDelete, cdcsync.Row{i, it.order, it.region}, nil))
+				delete(items, i)
+				for n, ni := range notes {
+					if ni == i {
+						notes[n] = nil
+					}
+				}
+			default:
+				// A child inserted, then its parent deleted.
+				o := some()
+				reg, ok := orders[o]
+				if !ok {
+					continue
+				}
+				i := id()
+				ch = append(ch, chg(fkItems, cdcsync.OpInsert, nil, cdcsync.Row{i, o, reg}), chg(fkOrders, cdcsync.OpDelete, cdcsync.Row{o, reg}, nil))
+				items[i] = item{o, reg}
+				delete(orders, o)
+				for i, it := range items {
+					if it.order == o && it.region == reg {
+						delete(items, i)
+						for n, ni := range notes {
+							if ni == i {
+								notes[n] = nil
+							}
+						}
+					}
+				}
+			}
+			txns = append(txns, txnAt(seq, ch...))
+		}
+		sink := newTablesModel(fkOrders, fkItems, fkNotes)
+		p := New(sink, []Table{{Schema: fkOrders}, {Schema: fkItems}, {Schema: fkNotes}}, 1, mariaPos(0),
+			Options{Interval: time.Hour, MaxRows: maxRows, MaxBytes: 1 << 30, CommitConcurrency: 3, ForeignKeys: shopFKs}, quiet(), nil)
+		if err := runPipeline(t, p, txns...); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for n, i := range notes {
+			want = append(want, fmt.Sprint(cdcsync.Row{n, i}))
+		}
+		sort.Strings(want)
+		if got := sink.dump(fkNotes.ID); got != strings.Join(want, " ") {
+			t.Fatalf("epochs of %d rows: notes =\n%s\nwant\n%s", maxRows, got, strings.Join(want, " "))
+		}
+		want = want[:0]
+		for i, it := range items {
+			want = append(want, fmt.Sprint(cdcsync.Row{i, it.order, it.region}))
+		}
+		sort.Strings(want)
+		if got := sink.dump(fkItems.ID); got != strings.Join(want, " ") {
+			t.Fatalf("epochs of %d rows: items =\n%s\nwant\n%s", maxRows, got, strings.Join(want, " "))
+		}
+	}
+}

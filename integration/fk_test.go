@@ -2,9 +2,9 @@ package integration
 
 import (
 	"errors"
-	"os"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"

@@ -334,6 +334,9 @@ func TestRowDecodersMatchValueDecoders(t *testing.T) {
 			v, err := DecodeSnapshot(&s.Columns[j], snapRows[i][j])
 			if err != nil {
 				werr = decWithTable(err, s.ID)
+				if ve, ok := werr.(*ValueError); ok {
+					ve.Key = snapshotKey(s, snapRows[i]) // the copy names the row
+				}
 				break
 			}
 			want[j] = v

@@ -163,6 +163,7 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 		return nil
 	})
 	r := rand.New(rand.NewPCG(seed, 6))
+	var earlier []*proc // the runs stopped before the last
 	for i := range 6 {
 		time.Sleep(time.Duration(800+r.IntN(2000)) * time.Millisecond)
 		if i == 3 {
@@ -199,6 +200,7 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 		// Restarts stop cdcsync with SIGTERM: under SIGKILL a SET NULL is
 		// still missed now and then (about one run in three; issue 13's
 		// note), which CDCSYNC_FK_KILL=1 reproduces.
+		earlier = append(earlier, p)
 		if os.Getenv("CDCSYNC_FK_KILL") == "1" {
 			p.kill()
 		} else if code := p.stop(t); code != 0 {
@@ -217,6 +219,9 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 		e.assertMirrors(tbl)
 	}
 	if t.Failed() {
+		for i, q := range earlier {
+			t.Logf("cdcsync run %d's output:\n%s", i+1, q.output())
+		}
 		t.Logf("the last cdcsync's output:\n%s", p.output())
 	}
 	if code := p.stop(t); code != 0 {

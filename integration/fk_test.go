@@ -197,9 +197,9 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 			ddl.Close()
 			continue
 		}
-		// Restarts stop cdcsync with SIGTERM: under SIGKILL a SET NULL is
-		// still missed now and then (about one run in three; issue 13's
-		// note), which CDCSYNC_FK_KILL=1 reproduces.
+		// Restarts stop cdcsync with SIGTERM: under SIGKILL a SET NULL was
+		// missed in 2 of 16 runs, cause not found yet (issue 13's note);
+		// CDCSYNC_FK_KILL=1 kills instead.
 		earlier = append(earlier, p)
 		if os.Getenv("CDCSYNC_FK_KILL") == "1" {
 			p.kill()

@@ -219,6 +219,17 @@ func (p *pfRun) checkVar(check, name string, good func(string) bool, want, why, 
 	p.fail(check, "%s is %s on %s; cdcsync needs %s%s: %s", name, pfShow(v), p.addr, want, why, fix)
 }
 
+// setPersistently is how to set a global variable so that it survives a
+// restart of the server: SET PERSIST on MySQL 8 (MySQL 8.4 ships with
+// binlog_row_metadata=MINIMAL), SET GLOBAL plus the configuration file on
+// MariaDB and MySQL 5.7.
+func (p *pfRun) setPersistently(name, value string) string {
+	if p.flavor == cdcsync.FlavorMySQL && !pfVersionLess(p.version, "8.0") {
+		return fmt.Sprintf("SET PERSIST %s='%s'", name, value)
+	}
+	return fmt.Sprintf("SET GLOBAL %s='%s' (and %s=%s in my.cnf)", name, value, name, value)
+}
+
 func pfShow(v string) string {
 	if v == "" {
 		return "empty"
@@ -234,16 +245,17 @@ func (p *pfRun) checkBinlog() {
 	}
 	p.checkVar("binlog_format", "binlog_format", func(v string) bool { return v == "ROW" }, "ROW",
 		" (row-based replication)",
-		"SET GLOBAL binlog_format='ROW' (and binlog_format=ROW in my.cnf); sessions already open keep their format until they reconnect")
+		p.setPersistently("binlog_format", "ROW")+"; sessions already open keep their format until they reconnect")
 	p.checkVar("binlog_row_image", "binlog_row_image", func(v string) bool { return v == "FULL" }, "FULL",
 		" (whole rows before and after each change)",
-		"SET GLOBAL binlog_row_image='FULL' (and in my.cnf)")
+		p.setPersistently("binlog_row_image", "FULL"))
 	p.checkVar("binlog_row_metadata", "binlog_row_metadata", func(v string) bool { return v == "FULL" }, "FULL",
 		" (column names and signedness in the binlog)",
-		"SET GLOBAL binlog_row_metadata='FULL' (and in my.cnf)")
+		p.setPersistently("binlog_row_metadata", "FULL"))
 	if v, exists := p.vars["binlog_row_value_options"]; exists {
 		if strings.Contains(strings.ToUpper(v), "PARTIAL_JSON") {
-			p.fail("binlog_row_value_options", "binlog_row_value_options is %s on %s; cdcsync cannot apply partial JSON updates: SET GLOBAL binlog_row_value_options='' (and in my.cnf)", v, p.addr)
+			p.fail("binlog_row_value_options", "binlog_row_value_options is %s on %s; cdcsync cannot apply partial JSON updates: %s", v, p.addr,
+				p.setPersistently("binlog_row_value_options", ""))
 		} else {
 			p.ok("binlog_row_value_options", "binlog_row_value_options is %s", pfShow(v))
 		}

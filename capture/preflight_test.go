@@ -3,6 +3,8 @@ package capture
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cdcsync/cdcsync"
 )
 
 func TestPfParseGrant(t *testing.T) {
@@ -123,5 +125,23 @@ func TestFailed(t *testing.T) {
 	}
 	if s := fs[1].String(); s != "[warning] gtid: off" {
 		t.Error(s)
+	}
+}
+
+// TestSetPersistently: the fix a failed binlog setting names survives a
+// restart of the server: SET PERSIST on MySQL 8 (8.4 ships with
+// binlog_row_metadata=MINIMAL), SET GLOBAL and the configuration file
+// elsewhere.
+func TestSetPersistently(t *testing.T) {
+	for _, c := range []struct{ flavor, version, want string }{
+		{cdcsync.FlavorMySQL, "8.4.3", "SET PERSIST binlog_row_metadata='FULL'"},
+		{cdcsync.FlavorMySQL, "8.0.36", "SET PERSIST binlog_row_metadata='FULL'"},
+		{cdcsync.FlavorMySQL, "5.7.44", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
+		{cdcsync.FlavorMariaDB, "10.11.9", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
+	} {
+		p := &pfRun{flavor: c.flavor, version: c.version}
+		if got := p.setPersistently("binlog_row_metadata", "FULL"); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.flavor, c.version, got, c.want)
+		}
 	}
 }

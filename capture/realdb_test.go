@@ -743,9 +743,9 @@ func rdbPreflightTests(t *testing.T, db *testenv.MariaDB) {
 		{"binlog_format", "STATEMENT", "ROW", "binlog_format",
 			"binlog_format is STATEMENT on " + addr + "; cdcsync needs ROW (row-based replication): SET GLOBAL binlog_format='ROW'"},
 		{"binlog_row_image", "MINIMAL", "FULL", "binlog_row_image",
-			"binlog_row_image is MINIMAL on " + addr + "; cdcsync needs FULL (whole rows before and after each change): SET GLOBAL binlog_row_image='FULL' (and in my.cnf)"},
+			"binlog_row_image is MINIMAL on " + addr + "; cdcsync needs FULL (whole rows before and after each change): SET GLOBAL binlog_row_image='FULL' (and binlog_row_image=FULL in my.cnf)"},
 		{"binlog_row_metadata", "MINIMAL", "FULL", "binlog_row_metadata",
-			"binlog_row_metadata is MINIMAL on " + addr + "; cdcsync needs FULL (column names and signedness in the binlog): SET GLOBAL binlog_row_metadata='FULL' (and in my.cnf)"},
+			"binlog_row_metadata is MINIMAL on " + addr + "; cdcsync needs FULL (column names and signedness in the binlog): SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
 	} {
 		rdbExec(t, root, fmt.Sprintf("SET GLOBAL %s = '%s'", tc.variable, tc.bad))
 		fs, _ := run(repl, goodSrc())

@@ -80,8 +80,8 @@ type cascadeRun struct {
 // cascade returns t with the changes of the foreign-key actions its
 // changes trigger inserted after each of them.
 func (p *Pipeline) cascade(ctx context.Context, buf *Buffer, t *cdcsync.Txn) (*cdcsync.Txn, error) {
-	if len(p.opts.ForeignKeys) == 0 || len(t.Changes) == 0 {
-		return t, nil
+	if !p.changesParent(t) {
+		return t, nil // every transaction without foreign keys: no allocation
 	}
 	run := &cascadeRun{p: p, ctx: ctx, overlay: map[cdcsync.TableID]map[string]cdcsync.Row{},
 		cache: map[*cdcsync.ForeignKey]map[string][]cdcsync.Row{}, index: map[*cdcsync.ForeignKey]map[string]map[string]bool{},
@@ -90,17 +90,6 @@ func (p *Pipeline) cascade(ctx context.Context, buf *Buffer, t *cdcsync.Txn) (*c
 		run.bufs = append(run.bufs, p.inflight)
 	}
 	run.bufs = append(run.bufs, buf)
-	parent := false
-	for i := range t.Changes {
-		rels, err := run.relations(t.Changes[i].Table)
-		if err != nil {
-			return nil, err
-		}
-		parent = parent || len(rels) > 0
-	}
-	if !parent {
-		return t, nil
-	}
 	// The child rows of every parent change of the transaction are read in
 	// one go per foreign key (their state before the transaction does not
 	// depend on the order); deeper levels as they come.
@@ -134,6 +123,23 @@ func (p *Pipeline) cascade(ctx context.Context, buf *Buffer, t *cdcsync.Txn) (*c
 	nt := *t
 	nt.Changes = out
 	return &nt, nil
+}
+
+// changesParent says whether t changes a table that a foreign key with an
+// action references.
+func (p *Pipeline) changesParent(t *cdcsync.Txn) bool {
+	for i := range p.opts.ForeignKeys {
+		fk := &p.opts.ForeignKeys[i]
+		if fk.OnDelete == cdcsync.FKNoAction && fk.OnUpdate == cdcsync.FKNoAction {
+			continue
+		}
+		for j := range t.Changes {
+			if t.Changes[j].Table == fk.Parent {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *cascadeRun) relations(id cdcsync.TableID) ([]relation, error) {

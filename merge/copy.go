@@ -265,9 +265,9 @@ func (p *Pipeline) startSplitter(ctx context.Context, ct *copyTable) {
 			p.setProgress(ct.id, func(cp *CopyProgress) { cp.Estimate = n })
 		}
 		for n := 0; ; n++ {
-			hi, last, err := c.opts.Source.NextBound(tctx, schema, after, c.opts.ChunkRows)
-			if whole {
-				hi, last = "", true
+			hi, last, err := "", true, error(nil)
+			if !whole {
+				hi, last, err = c.opts.Source.NextBound(tctx, schema, after, c.opts.ChunkRows)
 			}
 			if err != nil {
 				if tctx.Err() == nil {

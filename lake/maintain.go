@@ -954,23 +954,7 @@ func (l *Lake) PipelineDir() string { return l.pipelineDir() }
 
 // ReadRowsAt scans the table as of the given snapshot, applying its deletes.
 func ReadRowsAt(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, snapshotID int64) ([]cdcsync.Row, error) {
-	_, recs, err := tbl.Scan(table.WithSnapshotID(snapshotID)).ToArrowRecords(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s at snapshot %d: %w", ts.ID, snapshotID, err)
-	}
-	var out []cdcsync.Row
-	for rec, err := range recs {
-		if err != nil {
-			return nil, fmt.Errorf("scan %s at snapshot %d: %w", ts.ID, snapshotID, err)
-		}
-		rows, err := rowsFromBatch(rec, ts)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rows...)
-	}
-	return out, nil
+	return scanRows(ctx, tbl.Scan(table.WithSnapshotID(snapshotID)), ts, fmt.Sprintf("scan %s at snapshot %d", ts.ID, snapshotID), nil)
 }
 
 // Maintainer schedules the maintenance of the daemon's tables. AfterCommit

@@ -26,21 +26,31 @@ func ReadRows(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, li
 	if limit > 0 {
 		opts = append(opts, table.WithLimit(limit))
 	}
-	_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
+	return scanRows(ctx, tbl.Scan(opts...), ts, "scan "+ts.ID.String(), nil)
+}
+
+// scanRows reads a scan's rows as canonical rows of ts, those keep accepts
+// (all when keep is nil); what names the scan in errors.
+func scanRows(ctx context.Context, scan *table.Scan, ts *cdcsync.TableSchema, what string, keep func(cdcsync.Row) bool) ([]cdcsync.Row, error) {
+	_, recs, err := scan.ToArrowRecords(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", ts.ID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var out []cdcsync.Row
 	for rec, err := range recs {
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", ts.ID, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		rows, err := rowsFromBatch(rec, ts)
 		rec.Release()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rows...)
+		for _, r := range rows {
+			if keep == nil || keep(r) {
+				out = append(out, r)
+			}
+		}
 	}
 	return out, nil
 }
@@ -112,34 +122,16 @@ func (t *Table) RowsWhere(ctx context.Context, cols []int, vals [][]any) ([]cdcs
 	if f := valuesFilter(ts, cols, vals); f != nil {
 		opts = append(opts, table.WithRowFilter(f))
 	}
-	_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the rows of %s by %v: %w", ts.ID, columnNames(ts, cols), err)
-	}
-	var out []cdcsync.Row
-	for rec, err := range recs {
-		if err != nil {
-			return nil, fmt.Errorf("read the rows of %s by %v: %w", ts.ID, columnNames(ts, cols), err)
-		}
-		rows, err := rowsFromBatch(rec, ts)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			key = key[:0]
-			ok := true
-			for _, c := range cols {
-				if key, ok = cdcsync.AppendValue(key, r[c]); !ok {
-					break
-				}
-			}
-			if ok && want[string(key)] {
-				out = append(out, r)
+	return scanRows(ctx, tbl.Scan(opts...), ts, fmt.Sprintf("read the rows of %s by %v", ts.ID, columnNames(ts, cols)), func(r cdcsync.Row) bool {
+		key = key[:0]
+		ok := true
+		for _, c := range cols {
+			if key, ok = cdcsync.AppendValue(key, r[c]); !ok {
+				return false
 			}
 		}
-	}
-	return out, nil
+		return want[string(key)]
+	})
 }
 
 // valuesFilter is the scan filter "cols equal one of vals", or nil when a

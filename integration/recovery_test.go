@@ -247,3 +247,57 @@ func TestFailoverToReplica(t *testing.T) {
 	e.rewriteConfig(fmt.Sprintf("port: %d", replica.Port), fmt.Sprintf("port: %d", other.Port))
 	e.start().expectExit(t, 1, "cannot stream what these tables need", "does not contain it", "cdcsync resync --offline")
 }
+
+// TestQuietTableAfterPurge: a table that has not changed for a long time
+// holds everything up to the pipeline checkpoint. A restart streams from
+// the checkpoint, not from the quiet table's last change, and the binlog
+// purged since that change is no reason to refuse to run (issue 14's
+// "behind the checkpoint" rule made every restart replay from it, and made
+// run exit once the server expired that binlog).
+func TestQuietTableAfterPurge(t *testing.T) {
+	server, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop()
+	const dbName = "it_quiet"
+	e := newEnv(t, dbName, envOptions{server: server})
+	e.exec("CREATE TABLE " + dbName + ".busy (id INT PRIMARY KEY, v INT)")
+	e.exec("CREATE TABLE " + dbName + ".quiet (id INT PRIMARY KEY, v INT)")
+	e.exec("INSERT INTO " + dbName + ".quiet VALUES (1, 1)")
+	p := e.start()
+	e.waitCaughtUp(p, time.Minute)
+	e.exec("INSERT INTO " + dbName + ".quiet VALUES (2, 2)") // its last change
+	e.waitCaughtUp(p, time.Minute)
+	for i := range 20 {
+		e.exec(fmt.Sprintf("INSERT INTO %s.busy VALUES (%d, 1)", dbName, i))
+	}
+	e.waitCaughtUp(p, time.Minute)
+	e.exec("FLUSH BINARY LOGS")
+	for i := range 20 {
+		e.exec(fmt.Sprintf("INSERT INTO %s.busy VALUES (%d, 1)", dbName, 100+i))
+	}
+	e.waitCaughtUp(p, time.Minute)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+	// The binlog of the quiet table's last change expires.
+	if err := server.PurgeOldBinlogs(); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCLI(t, "check", "--config", e.cfgPath); code != 0 {
+		t.Errorf("check exited %d, want 0:\n%s", code, out)
+	}
+	p = e.start()
+	e.exec("INSERT INTO " + dbName + ".busy VALUES (1000, 1)")
+	e.exec("UPDATE " + dbName + ".quiet SET v = 3")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("busy")
+	e.assertMirrors("quiet")
+	if strings.Contains(p.output(), "behind the pipeline checkpoint") {
+		t.Errorf("cdcsync says a quiet table is behind the checkpoint:\n%s", p.output())
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d after SIGTERM; output:\n%s", code, p.output())
+	}
+}

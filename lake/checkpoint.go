@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cdcsync/cdcsync"
@@ -21,6 +24,51 @@ type Checkpoint struct {
 	Epoch    int64            `json:"epoch"`
 	Pos      cdcsync.Position `json:"position"`
 	Time     time.Time        `json:"time"`
+	// Tables holds each table's last committed epoch when the checkpoint
+	// was written: a table that has not changed since holds everything up
+	// to Pos, however old its own last commit (see Holds).
+	Tables []TableEpoch `json:"tables,omitempty"`
+}
+
+// TableEpoch is a table's last committed epoch.
+type TableEpoch struct {
+	Table cdcsync.TableID `json:"table"`
+	Epoch int64           `json:"epoch"`
+}
+
+// Holds reports whether a table whose last commit is epoch holds every
+// transaction up to c.Pos: c recorded its last commit at that epoch or an
+// earlier one. A table whose catalog was restored from a backup shows an
+// older epoch and does not; nor does one c does not list (written by an
+// older cdcsync, or a table that joined the pipeline since), whose own
+// position is all that is known.
+func (c Checkpoint) Holds(id cdcsync.TableID, epoch int64) bool {
+	i, ok := slices.BinarySearchFunc(c.Tables, id, func(e TableEpoch, id cdcsync.TableID) int { return compareIDs(e.Table, id) })
+	return ok && epoch >= c.Tables[i].Epoch
+}
+
+// Effective is the position up to which a table with committed state
+// holds every transaction: its own position, or c.Pos when it holds that
+// (Holds) and its own is older. A quiet table would otherwise make every
+// restart replay the binlog from its last change, and fail once the
+// server expired that binlog.
+func (c Checkpoint) Effective(id cdcsync.TableID, committed Committed) cdcsync.Position {
+	if !committed.Found || committed.Copy != nil || !c.Holds(id, committed.Epoch) {
+		return committed.Pos
+	}
+	if ok, err := committed.Pos.Includes(c.Pos); err == nil && ok {
+		return committed.Pos
+	}
+	return c.Pos
+}
+
+// SortTables orders Tables for Holds.
+func (c *Checkpoint) SortTables() {
+	slices.SortFunc(c.Tables, func(a, b TableEpoch) int { return compareIDs(a.Table, b.Table) })
+}
+
+func compareIDs(a, b cdcsync.TableID) int {
+	return cmp.Or(strings.Compare(a.Database, b.Database), strings.Compare(a.Table, b.Table))
 }
 
 type checkpointFile struct {
@@ -50,6 +98,7 @@ func (l *Lake) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
 		return err
 	}
 	c.Pipeline = l.cfg.Pipeline
+	c.SortTables()
 	b, err := json.MarshalIndent(checkpointFile{Checkpoint: c, Sum: c.sum()}, "", "  ")
 	if err != nil {
 		return err

@@ -125,10 +125,17 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 		report(false, false, "binlog positions", err.Error())
 		return
 	}
+	ckpt, _, err := lk.LoadCheckpoint(ctx)
+	if err != nil {
+		report(false, false, "binlog positions", err.Error())
+		return
+	}
 	committed := map[cdcsync.TableID]lake.Committed{}
 	for _, t := range tables {
 		if !t.Stopped {
-			committed[t.ID] = t.Committed
+			c := t.Committed
+			c.Pos = ckpt.Effective(t.ID, c)
+			committed[t.ID] = c
 		}
 	}
 	lost, err := lostPositions(b, committed, nil)

@@ -338,6 +338,14 @@ func (d *daemon) session(ctx context.Context) error {
 	}
 	next := max(maxEpoch, ckpt.Epoch) + 1
 	d.m.TablesStopped.Set(float64(nstopped))
+	if haveCkpt {
+		// A table that has not changed since its last commit holds what
+		// the checkpoint holds.
+		for id, c := range committed {
+			c.Pos = ckpt.Effective(id, c)
+			committed[id] = c
+		}
+	}
 
 	// Tables never copied, or marked to be copied again, start a copy; one
 	// that a previous session began resumes it (their commits record its
@@ -880,8 +888,17 @@ func abbreviate(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// SaveCheckpoint records pos with every table's last committed epoch (see
+// lake.Checkpoint.Holds). The pipeline calls it once the epoch's commits
+// are done and before any schema change, so the tables are not changing.
 func (s *lakeSink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
-	return s.lake.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()})
+	c := lake.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
+	for id, t := range s.tables {
+		if tc, err := t.Committed(); err == nil && tc.Found {
+			c.Tables = append(c.Tables, lake.TableEpoch{Table: id, Epoch: tc.Epoch})
+		}
+	}
+	return s.lake.SaveCheckpoint(ctx, c)
 }
 
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."

@@ -794,7 +794,7 @@ func (r *reader) stopTable(id cdcsync.TableID, reason string, recopyOK bool) {
 // event's end offset, and the transaction's GTID when it has one.
 func (r *reader) eventAt(h *replication.EventHeader) string {
 	at := fmt.Sprintf("%s:%d", r.file, h.LogPos)
-	if r.txn != nil && r.txn.GTID != "" && !strings.HasPrefix(r.txn.GTID, "00000000-0000-0000-0000-000000000000") {
+	if r.txn != nil && r.txn.GTID != "" {
 		at += " (GTID " + r.txn.GTID + ")"
 	}
 	return at
@@ -823,8 +823,17 @@ func CurrentPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID 
 		}
 		pos.GTIDSet, _ = r.GetString(0, 0)
 	} else if res.ColumnNumber() >= 5 {
-		g, _ := res.GetString(0, 4)
-		pos.GTIDSet = strings.ReplaceAll(g, "\n", "")
+		// A server that had GTIDs once keeps them in gtid_executed after
+		// gtid_mode goes OFF, and then writes anonymous transactions:
+		// positions are files then (ErrAnonymousTransaction).
+		r, err := conn.Execute("SELECT @@GLOBAL.gtid_mode")
+		if err != nil {
+			return pos, fmt.Errorf("read gtid_mode: %w", err)
+		}
+		if mode, _ := r.GetString(0, 0); strings.EqualFold(mode, "ON") {
+			g, _ := res.GetString(0, 4)
+			pos.GTIDSet = strings.ReplaceAll(g, "\n", "")
+		}
 	}
 	pos.File, pos.GTIDSet = strings.Clone(pos.File), strings.Clone(pos.GTIDSet)
 	return pos, nil

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -15,30 +14,51 @@ import (
 // the stream's reader, as Stream would, and returns the transactions.
 func readFixture(t *testing.T, name string, cfg StreamConfig) []*cdcsync.Txn {
 	t.Helper()
+	txns, err := decodeFixture(name, cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out []*cdcsync.Txn
+	for _, txn := range txns {
+		if !txn.Progress {
+			out = append(out, txn)
+		}
+	}
+	return out
+}
+
+// decodeFixture is readFixture returning the progress markers too, and the
+// error that ended the file (as Stream would return it).
+func decodeFixture(name string, cfg StreamConfig) ([]*cdcsync.Txn, error) {
+	// The parser gets the stream's decoding options, as NewBinlogSyncer
+	// passes them to its own.
+	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{Flavor: cdcsync.FlavorMySQL})
 	p := replication.NewBinlogParser()
-	p.SetParseTime(false)
-	p.SetTimestampStringLocation(time.UTC)
-	p.SetUseDecimal(true)
+	p.SetFlavor(sc.Flavor)
+	p.SetParseTime(sc.ParseTime)
+	p.SetTimestampStringLocation(sc.TimestampStringLocation)
+	p.SetUseDecimal(sc.UseDecimal)
+	p.SetUseFloatWithTrailingZero(sc.UseFloatWithTrailingZero)
+	p.SetRenderJSONAsMySQLText(sc.RenderJSONAsMySQLText)
 	// Some files were copied while their server had them open: the FDE
 	// carries the in-use flag, and its CRC only verifies with the flag
 	// cleared (as the server does). Their CRCs were checked when they were
 	// collected (testdata/mysql8/PROVENANCE.md).
 	p.SetVerifyChecksum(false)
-	p.SetFlavor(cdcsync.FlavorMySQL)
 	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
 	r.initTracking()
 	var out []*cdcsync.Txn
 	err := p.ParseFile(filepath.Join("testdata", "mysql8", name), 4, func(ev *replication.BinlogEvent) error {
 		txn, err := r.handle(ev)
-		if txn != nil && !txn.Progress {
+		if txn != nil {
 			out = append(out, txn)
+			if err == nil && r.restart != nil {
+				err = r.restart // Stream ends after the transaction, as follow does
+			}
 		}
 		return err
 	})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return out
+	return out, err
 }
 
 // TestCompressedTransaction: with binlog_transaction_compression=ON

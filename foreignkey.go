@@ -1,9 +1,10 @@
 package cdcsync
 
-// ForeignKey is a foreign key between two mirrored tables whose referential
-// action changes rows that the binlog does not record: MariaDB and MySQL
-// before 9.6 apply ON DELETE/ON UPDATE CASCADE and SET NULL inside InnoDB,
-// so cdcsync applies them itself (merge/cascade.go).
+// ForeignKey is a foreign key of a mirrored table. Its referential action
+// changes rows that the binlog does not record: MariaDB and MySQL before
+// 9.6 apply ON DELETE/ON UPDATE CASCADE and SET NULL inside InnoDB, so
+// cdcsync applies them itself (merge/cascade.go). Keys without an action
+// are kept too, so that a later DROP FOREIGN KEY can be followed by name.
 type ForeignKey struct {
 	Name       string   // the constraint's name
 	Child      TableID  // the table with the foreign key
@@ -13,6 +14,10 @@ type ForeignKey struct {
 	OnDelete   FKAction
 	OnUpdate   FKAction
 }
+
+// Acts says whether the key changes child rows on a parent's delete or
+// update.
+func (fk *ForeignKey) Acts() bool { return fk.OnDelete != FKNoAction || fk.OnUpdate != FKNoAction }
 
 // FKAction is a referential action.
 type FKAction int

@@ -27,9 +27,14 @@ const (
 	// (Shadow is set); the shadow is remembered with the table, so that the
 	// final swap can be applied after a restart too.
 	ChangeShadow
+	// ChangeForeignKeys: the foreign keys of Table changed (ForeignKeys
+	// holds them all after the statement), or, with KeysUnknown, changed in
+	// a way cdcsync did not follow, so that the next session reads them
+	// from MySQL.
+	ChangeForeignKeys
 )
 
-var changeKindNames = [...]string{"invalid", "schema", "truncate", "drop", "rename", "stop", "recopy", "shadow"}
+var changeKindNames = [...]string{"invalid", "schema", "truncate", "drop", "rename", "stop", "recopy", "shadow", "foreign-keys"}
 
 func (k ChangeKind) String() string {
 	if k >= 0 && int(k) < len(changeKindNames) {
@@ -80,6 +85,10 @@ type SchemaChange struct {
 	NewID TableID
 	// Shadow is the shadow table's new state (ChangeShadow).
 	Shadow *Shadow
+	// ForeignKeys are the table's foreign keys after the statement
+	// (ChangeForeignKeys), KeysUnknown set when cdcsync cannot tell them.
+	ForeignKeys []ForeignKey
+	KeysUnknown bool
 	// Statement is the DDL statement, Reason why the table stops or is
 	// copied again (ChangeStop, ChangeRecopy).
 	Statement string

@@ -392,7 +392,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 		case specRenameTable:
 			id := sp.table
 			res.renameTo = &id
-		case specNoop:
+		case specNoop, specAddFK, specDropFK, specDropConstraint:
 		}
 	}
 	s := &cdcsync.TableSchema{ID: cur.ID}

@@ -531,7 +531,23 @@ const (
 	specCharset    // [DEFAULT] CHARACTER SET = x
 	specNoop       // indexes, constraints, options: nothing cdcsync mirrors
 	specDataChange // changes rows without row events (DROP PARTITION, ...)
+	specAddFK      // ADD [CONSTRAINT [name]] FOREIGN KEY ...
+	specDropFK     // DROP FOREIGN KEY name
+	specDropConstraint
 )
+
+// fkDef is a FOREIGN KEY clause. name is the constraint's name if the
+// statement gives one (CONSTRAINT name), index the index name after
+// FOREIGN KEY, which MariaDB takes as the constraint's name otherwise.
+type fkDef struct {
+	name, index string
+	cols        []string
+	parent      cdcsync.TableID
+	parentCols  []string
+	onDelete    cdcsync.FKAction
+	onUpdate    cdcsync.FKAction
+	setDefault  bool // an ON ... SET DEFAULT, which InnoDB refuses
+}
 
 type alterSpec struct {
 	op       specOp
@@ -544,6 +560,7 @@ type alterSpec struct {
 	ifExists bool
 	pk       []string
 	table    cdcsync.TableID // RENAME TO
+	fk       *fkDef          // ADD FOREIGN KEY
 	charset  string
 	text     string // the clause as written
 }
@@ -645,6 +662,12 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			}
 			p.skipBalanced() // USING BTREE, COMMENT, ...
 			return alterSpec{op: specAddPK, pk: cols}, nil
+		case p.is("FOREIGN") || p.is("CONSTRAINT") && (isKw(p.peekN(1), "FOREIGN") || isKw(p.peekN(2), "FOREIGN")):
+			fk, err := p.foreignKey()
+			if err != nil {
+				return sp, err
+			}
+			return alterSpec{op: specAddFK, fk: fk}, nil
 		case p.is("INDEX") || p.is("KEY") || p.is("UNIQUE") || p.is("FULLTEXT") || p.is("SPATIAL") ||
 			p.is("FOREIGN") || p.is("CONSTRAINT") || p.is("CHECK") || p.is("VECTOR") || p.is("PERIOD"):
 			p.skipBalanced()
@@ -687,7 +710,20 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 		switch {
 		case p.accept("PRIMARY", "KEY"):
 			return alterSpec{op: specDropPK}, nil
-		case p.is("INDEX") || p.is("KEY") || p.is("FOREIGN") || p.is("CHECK") || p.is("CONSTRAINT") || p.is("PERIOD"):
+		case p.is("FOREIGN") || p.is("CONSTRAINT"):
+			op := specDropConstraint
+			if p.accept("FOREIGN", "KEY") {
+				op = specDropFK
+			} else {
+				p.next()
+			}
+			ifExists := p.accept("IF", "EXISTS")
+			n, err := p.ident()
+			if err != nil {
+				return sp, err
+			}
+			return alterSpec{op: op, name: n, ifExists: ifExists}, nil
+		case p.is("INDEX") || p.is("KEY") || p.is("CHECK") || p.is("PERIOD"):
 			p.skipBalanced()
 			return alterSpec{op: specNoop}, nil
 		case p.is("PARTITION"):
@@ -850,6 +886,82 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 }
 
 // keyParts reads "(col [(len)] [ASC|DESC], ...)".
+// foreignKey parses [CONSTRAINT [name]] FOREIGN KEY [index] (cols)
+// REFERENCES table (cols) [MATCH ...] [ON DELETE action] [ON UPDATE action].
+func (p *ddlParser) foreignKey() (*fkDef, error) {
+	fk := &fkDef{}
+	if p.accept("CONSTRAINT") && !p.is("FOREIGN") {
+		n, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		fk.name = n
+	}
+	if err := p.expect("FOREIGN"); err != nil {
+		return nil, err
+	}
+	if err := p.expect("KEY"); err != nil {
+		return nil, err
+	}
+	p.accept("IF", "NOT", "EXISTS")
+	if !p.isPunct("(") {
+		n, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		fk.index = n
+	}
+	cols, err := p.keyParts()
+	if err != nil {
+		return nil, err
+	}
+	fk.cols = cols
+	if err := p.expect("REFERENCES"); err != nil {
+		return nil, err
+	}
+	// InnoDB takes an unqualified parent in the child's database, not the
+	// session's: alterKeys fills it in.
+	qualified := isPunctTok(p.peekN(1), ".")
+	if fk.parent, err = p.tableName(); err != nil {
+		return nil, err
+	}
+	if !qualified {
+		fk.parent.Database = ""
+	}
+	if fk.parentCols, err = p.keyParts(); err != nil {
+		return nil, err
+	}
+	if len(fk.parentCols) != len(fk.cols) {
+		return nil, p.errf("the foreign key has %d columns and references %d", len(fk.cols), len(fk.parentCols))
+	}
+	if p.accept("MATCH") {
+		p.next() // FULL, PARTIAL, SIMPLE
+	}
+	for p.accept("ON") {
+		var target *cdcsync.FKAction
+		switch {
+		case p.accept("DELETE"):
+			target = &fk.onDelete
+		case p.accept("UPDATE"):
+			target = &fk.onUpdate
+		default:
+			return nil, p.errf("expected ON DELETE or ON UPDATE")
+		}
+		switch {
+		case p.accept("CASCADE"):
+			*target = cdcsync.FKCascade
+		case p.accept("SET", "NULL"):
+			*target = cdcsync.FKSetNull
+		case p.accept("SET", "DEFAULT"):
+			fk.setDefault = true
+		case p.accept("RESTRICT"), p.accept("NO", "ACTION"):
+		default:
+			return nil, p.errf("unknown referential action")
+		}
+	}
+	return fk, nil
+}
+
 func (p *ddlParser) keyParts() ([]string, error) {
 	if err := p.expectPunct("("); err != nil {
 		return nil, err

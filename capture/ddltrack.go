@@ -44,6 +44,7 @@ func (r *reader) initTracking() {
 	r.tables = map[cdcsync.TableID]*tracked{}
 	r.shadows = map[cdcsync.TableID]*shadowState{}
 	r.stopped = map[cdcsync.TableID]bool{}
+	r.initKeys()
 	for id, s := range r.cfg.Schemas {
 		t := &tracked{schema: s, schemaPos: r.cfg.SchemaPos[id], committed: r.cfg.Committed[id]}
 		t.catching = !t.committed.IsZero()
@@ -145,12 +146,17 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 	st, err := parseDDL(q, db, r.cfg.Flavor, mode)
 	var changes []cdcsync.SchemaChange
 	if err != nil {
+		st = nil
 		changes, err = r.unparsed(probe, db, q, mode, err)
 	} else {
 		changes, err = r.apply(probe, st, q, mode)
 	}
 	if err != nil {
 		return err
+	}
+	if r.cfg.ForeignKeys {
+		// After the statement's own changes: a rename moves the table first.
+		changes = append(changes, r.foreignKeyDDL(probe, db, q, st)...)
 	}
 	if len(changes) > 0 {
 		r.begin()
@@ -161,24 +167,8 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 		}
 		r.txn.DDL = append(r.txn.DDL, changes...)
 	}
-	// The session read the foreign keys after its horizon: a statement
-	// before it is already in them.
-	if r.cfg.ForeignKeys && r.restart == nil && fkDDL.MatchString(q) && !covers(r.cfg.Horizon, probe) {
-		if m := ddlTable.FindStringSubmatch(q); m != nil {
-			if id := parseTableName(db, m[2]); r.tables[id] != nil {
-				r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, abbreviate(q, 120), r.position())
-			}
-		}
-	}
 	return nil
 }
-
-// fkDDL matches a statement that may add or drop a foreign key.
-var fkDDL = regexp.MustCompile(`(?i)\bFOREIGN\s+KEY\b|\bREFERENCES\b`)
-
-// ErrForeignKeys means a statement changed the foreign keys of a mirrored
-// table: the session ends after it, and the next one reads them again.
-var ErrForeignKeys = errors.New("the foreign keys of a mirrored table changed")
 
 // unparsed handles a DDL statement that cannot be parsed: every mirrored
 // table it names stops (or is copied again under the recopy policy).

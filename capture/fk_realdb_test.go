@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ func TestForeignKeyCascades(t *testing.T) {
 			Parent: cdcsync.TableID{Database: "fk", Table: "orders"}, ParentCols: []string{"id", "region"}, OnDelete: cdcsync.FKCascade},
 		{Name: "fk_notes", Child: cdcsync.TableID{Database: "fk", Table: "item_notes"}, ChildCols: []string{"item_id"},
 			Parent: cdcsync.TableID{Database: "fk", Table: "order_items"}, ParentCols: []string{"id"}, OnDelete: cdcsync.FKSetNull, OnUpdate: cdcsync.FKCascade},
+		{Name: "fk_refunds", Child: cdcsync.TableID{Database: "fk", Table: "refunds"}, ChildCols: []string{"order_id"},
+			Parent: cdcsync.TableID{Database: "fk", Table: "orders"}, ParentCols: []string{"id"}}, // kept by name, without an action
 	}
 	if fmt.Sprint(fks) != fmt.Sprint(want) {
 		t.Errorf("ForeignKeys = %+v\nwant %+v", fks, want)
@@ -84,45 +87,111 @@ func TestForeignKeyCascades(t *testing.T) {
 	}
 }
 
-// TestStreamEndsAtForeignKeyChanges: with cascades applied, a statement
-// that adds or drops a foreign key of a mirrored table ends the stream with
-// ErrForeignKeys after its transaction, so that the next session reads the
-// keys again; one of an unmirrored table does not.
-func TestStreamEndsAtForeignKeyChanges(t *testing.T) {
+// TestStreamFollowsForeignKeys: with cascades applied, the stream follows
+// the foreign keys of the mirrored tables through the binlog: each ADD or
+// DROP FOREIGN KEY of a mirrored table (named, unnamed, several in one
+// statement) comes as a ChangeForeignKeys with the table's keys after it,
+// which equal what SHOW CREATE TABLE says at that point; keys of a table
+// cdcsync does not mirror change nothing. A statement whose effect it
+// cannot tell (a rename of a key's column) marks the keys unknown and ends
+// the stream with ErrForeignKeys. Read again from the start with keys
+// recorded later, the statements before the keys' position change nothing
+// (issue 13: a session read the keys MySQL had at its start and applied
+// them to the transactions it replayed from before a key was dropped or
+// added).
+func TestStreamFollowsForeignKeys(t *testing.T) {
 	db := rdbStart(t)
 	src := rdbSource(db.Host, db.Port, "root", "")
 	root := rdbConnect(t, src)
-	rdbExec(t, root, "CREATE DATABASE fks", "CREATE TABLE fks.p (id INT PRIMARY KEY)",
-		"CREATE TABLE fks.c (id INT PRIMARY KEY, p INT, CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE CASCADE)",
+	rdbExec(t, root, "CREATE DATABASE fks", "CREATE TABLE fks.p (id INT PRIMARY KEY, k INT, UNIQUE KEY (k))",
+		"CREATE TABLE fks.c (id INT PRIMARY KEY, p INT, q INT, CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE CASCADE)",
 		"CREATE TABLE fks.other (id INT PRIMARY KEY, p INT)")
 	ctx := context.Background()
-	schema, err := LoadSchema(ctx, root, cdcsync.TableID{Database: "fks", Table: "c"})
+	c := cdcsync.TableID{Database: "fks", Table: "c"}
+	schema, err := LoadSchema(ctx, root, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stmts := range [][]string{
+	start, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	initial, _, err := ForeignKeys(ctx, root, []cdcsync.TableID{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := [][]string{
+		{"ALTER TABLE fks.other ADD CONSTRAINT fko FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE CASCADE", "ALTER TABLE fks.other DROP FOREIGN KEY fko"},
 		{"ALTER TABLE fks.c DROP FOREIGN KEY fk"},
-		{"SET SESSION foreign_key_checks = 0", "ALTER TABLE fks.c ADD CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE SET NULL"},
-	} {
-		start, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+		{"ALTER TABLE fks.c ADD CONSTRAINT fk FOREIGN KEY (p) REFERENCES fks.p (id) ON DELETE SET NULL, ADD FOREIGN KEY (q) REFERENCES p (k) ON UPDATE CASCADE"},
+		{"ALTER TABLE fks.c ADD COLUMN r INT, ADD FOREIGN KEY fk_r (r) REFERENCES fks.p (id)"},
+		{"ALTER TABLE fks.c DROP FOREIGN KEY c_ibfk_1, DROP FOREIGN KEY fk_r"},
+	}
+	var server [][]cdcsync.ForeignKey // SHOW CREATE TABLE's keys after each step
+	for _, st := range steps {
+		rdbExec(t, root, st...)
+		k, _, err := ForeignKeys(ctx, root, []cdcsync.TableID{c})
 		if err != nil {
 			t.Fatal(err)
 		}
+		server = append(server, k)
+	}
+	rdbExec(t, root, "ALTER TABLE fks.c RENAME COLUMN p TO p2")
+	end, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	read := func(keys TableKeys, stopAtEnd bool) ([]cdcsync.SchemaChange, error) {
 		cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start, Horizon: start, ForeignKeys: true,
-			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{schema.ID: schema}}
+			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{c: schema}, Keys: map[cdcsync.TableID]TableKeys{c: keys}}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 		out := make(chan *cdcsync.Txn, 64)
 		done := make(chan error, 1)
-		go func() { done <- Stream(sctx, cfg, out) }()
-		rdbExec(t, root, "ALTER TABLE fks.other ADD CONSTRAINT fko FOREIGN KEY (p) REFERENCES fks.p (id)", "ALTER TABLE fks.other DROP FOREIGN KEY fko")
-		rdbExec(t, root, stmts...)
-		err = <-done
-		cancel()
-		if !errors.Is(err, ErrForeignKeys) || !strings.Contains(err.Error(), "fks.c") && !strings.Contains(err.Error(), stmts[len(stmts)-1][:20]) {
-			t.Fatalf("after %q Stream returned %v, want ErrForeignKeys", stmts, err)
+		go func() { done <- Stream(sctx, cfg, out); close(out) }()
+		var changes []cdcsync.SchemaChange
+		for txn := range out {
+			for _, ch := range txn.DDL {
+				if ch.Kind == cdcsync.ChangeForeignKeys {
+					changes = append(changes, ch)
+				}
+			}
+			if ok, _ := txn.Pos.Includes(end); ok && stopAtEnd {
+				cancel()
+			}
 		}
-		if strings.Contains(err.Error(), "fko") {
-			t.Errorf("a foreign key of a table cdcsync does not mirror ended the stream: %v", err)
+		return changes, <-done
+	}
+
+	changes, err := read(TableKeys{Keys: initial, Pos: start}, false)
+	if !errors.Is(err, ErrForeignKeys) || !strings.Contains(err.Error(), "RENAME COLUMN") {
+		t.Fatalf("Stream returned %v, want ErrForeignKeys at the column rename", err)
+	}
+	if len(changes) != len(steps) {
+		t.Fatalf("%d key changes, want %d (one per statement on fks.c, and the rename's): %+v", len(changes), len(steps), changes)
+	}
+	for i, ch := range changes[:len(changes)-1] {
+		if ch.Table != c || ch.KeysUnknown || fmt.Sprint(sortedKeys(ch.ForeignKeys)) != fmt.Sprint(sortedKeys(server[i+1])) {
+			t.Errorf("after %q the stream holds keys %+v, the server %+v", steps[i+1], ch.ForeignKeys, server[i+1])
 		}
 	}
+	if last := changes[len(changes)-1]; !last.KeysUnknown || last.Table != c {
+		t.Errorf("the column rename gave %+v, want the keys of fks.c unknown", last)
+	}
+
+	// Keys recorded at the end: every statement before is in them.
+	changes, err = read(TableKeys{Keys: server[len(server)-1], Pos: end}, true)
+	if !errors.Is(err, context.Canceled) && err != nil {
+		t.Fatalf("Stream with keys as of its end: %v", err)
+	}
+	if len(changes) != 0 {
+		t.Errorf("statements before the keys' position changed them: %+v", changes)
+	}
+}
+
+func sortedKeys(ks []cdcsync.ForeignKey) []cdcsync.ForeignKey {
+	out := slices.Clone(ks)
+	slices.SortFunc(out, func(a, b cdcsync.ForeignKey) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

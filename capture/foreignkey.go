@@ -22,10 +22,11 @@ func CascadesLogged(flavor, version string) bool {
 // ForeignKeys reads the foreign keys of the tables ids, from SHOW CREATE
 // TABLE rather than information_schema.REFERENTIAL_CONSTRAINTS, which
 // MariaDB shows to an account with SELECT privileges only partly (an empty
-// result for cdcsync's replication account). Only keys with an action
-// (CASCADE, SET NULL, SET DEFAULT) on delete or update are returned;
-// unsupported holds the descriptions of the SET DEFAULT ones (InnoDB refuses
-// them, other engines have no foreign keys).
+// result for cdcsync's replication account). Every key is returned, those
+// without an action too (their names let a later DROP FOREIGN KEY be
+// followed); unsupported holds the descriptions of SET DEFAULT actions
+// (InnoDB refuses them, other engines have no foreign keys), which count
+// as none.
 func ForeignKeys(ctx context.Context, conn *client.Conn, ids []cdcsync.TableID) (fks []cdcsync.ForeignKey, unsupported []string, err error) {
 	for _, id := range ids {
 		r, err := connQuery(ctx, conn, "SHOW CREATE TABLE "+QuoteIdent(id.Database)+"."+QuoteIdent(id.Table))
@@ -58,9 +59,7 @@ func ForeignKeys(ctx context.Context, conn *client.Conn, ids []cdcsync.TableID) 
 					fk.OnUpdate = action
 				}
 			}
-			if fk.OnDelete != cdcsync.FKNoAction || fk.OnUpdate != cdcsync.FKNoAction {
-				fks = append(fks, fk)
-			}
+			fks = append(fks, fk)
 		}
 	}
 	return fks, unsupported, nil

@@ -759,6 +759,9 @@ func (p *pfRun) checkForeignKeys() error {
 	}
 	var applied, unseen []string
 	for _, fk := range fks {
+		if !fk.Acts() {
+			continue
+		}
 		if selected[fk.Parent] {
 			applied = append(applied, describeFK(fk))
 		} else {

@@ -44,10 +44,12 @@ type StreamConfig struct {
 	// or renamed since, and is not a new table.
 	Horizon cdcsync.Position
 	// ForeignKeys says that the pipeline applies foreign-key actions
-	// (merge/cascade.go): a statement that may add or drop a foreign key of
-	// a mirrored table ends the stream after its transaction, with
-	// ErrForeignKeys, so that the next session reads them again.
+	// (merge/cascade.go): the stream follows the foreign keys of the
+	// mirrored tables through the binlog (fktrack.go), starting from Keys.
 	ForeignKeys bool
+	// Keys are each mirrored table's foreign keys and the position they
+	// are as of; a table missing here has unknown keys.
+	Keys map[cdcsync.TableID]TableKeys
 	// SettledXA are XA transactions prepared before Start that the copies
 	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
 	// no PREPARE, since the copies read their rows.
@@ -321,7 +323,8 @@ type reader struct {
 	tables  map[cdcsync.TableID]*tracked
 	shadows map[cdcsync.TableID]*shadowState
 	stopped map[cdcsync.TableID]bool
-	restart error            // returned once the open transaction is sent
+	keys    map[cdcsync.TableID]*TableKeys // fktrack.go
+	restart error                          // returned once the open transaction is sent
 	marked  cdcsync.Position // the last progress marker's position
 
 	// XA transactions (xa.go).

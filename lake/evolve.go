@@ -36,6 +36,10 @@ const (
 	PropShadows = "cdcsync.shadows"
 	// PropSource names the MySQL table (db.table).
 	PropSource = "cdcsync.source"
+	// PropForeignKeys holds the table's foreign keys and the binlog
+	// position they are as of (JSON, storedKeys): a restart follows the
+	// keys as they were at the table's position, not as MySQL has them now.
+	PropForeignKeys = "cdcsync.foreign-keys"
 )
 
 // storedSchema is the JSON of PropMySQLSchema. Kinds are stored by name, so
@@ -278,6 +282,14 @@ func (l *Lake) ApplyChange(ctx context.Context, t *Table, e Epoch, ch *cdcsync.S
 		return false, t.setProps(ctx, e, iceberg.Properties{PropRecopy: string(b)}, nil)
 	case cdcsync.ChangeShadow:
 		return false, t.updateShadow(ctx, e, ch.Shadow)
+	case cdcsync.ChangeForeignKeys:
+		if ch.KeysUnknown {
+			if _, ok := t.current().Properties()[PropForeignKeys]; !ok {
+				return false, nil
+			}
+			return false, t.setProps(ctx, e, nil, []string{PropForeignKeys})
+		}
+		return false, t.SetForeignKeys(ctx, e, ch.ForeignKeys)
 	case cdcsync.ChangeRename:
 		out, err := l.rename(ctx, t, e, ch)
 		if out != nil {

@@ -481,6 +481,19 @@ func (p *Pipeline) partialCascade(child cdcsync.TableID, pos cdcsync.Position) {
 	}
 }
 
+// setForeignKeys replaces the keys of child with keys, from the next
+// transaction on (a ChangeForeignKeys); those without an action change no
+// child row.
+func (p *Pipeline) setForeignKeys(child cdcsync.TableID, keys []cdcsync.ForeignKey) {
+	fks := slices.DeleteFunc(slices.Clone(p.opts.ForeignKeys), func(fk cdcsync.ForeignKey) bool { return fk.Child == child })
+	for _, fk := range keys {
+		if fk.Acts() {
+			fks = append(fks, fk)
+		}
+	}
+	p.opts.ForeignKeys = fks
+}
+
 // values returns the values of row's columns cols.
 func values(row cdcsync.Row, cols []int) []any {
 	out := make([]any, len(cols))

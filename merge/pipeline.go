@@ -503,6 +503,10 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 				delete(p.skip, ch.Table)
 				p.skip[ch.NewID] = pos
 			}
+		case cdcsync.ChangeForeignKeys:
+			if !ch.KeysUnknown { // else the session ends after this transaction
+				p.setForeignKeys(ch.Table, ch.ForeignKeys)
+			}
 		case cdcsync.ChangeStop, cdcsync.ChangeDrop, cdcsync.ChangeRecopy:
 			p.cancelCopy(ch.Table)
 			delete(p.schemas, ch.Table)

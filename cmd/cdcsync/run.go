@@ -485,6 +485,10 @@ func (d *daemon) session(ctx context.Context) error {
 			log.Info("initial copy starting", "table", id.String(), "position", horizon.String())
 		}
 	}
+	keys, actions, err := followKeys(ctx, tables, clean, fks, horizon, next, flavor, version)
+	if err != nil {
+		return exitError{1, err}
+	}
 	var ptables []merge.Table
 	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
 	cmap := map[cdcsync.TableID]cdcsync.Position{}
@@ -517,7 +521,7 @@ func (d *daemon) session(ctx context.Context) error {
 		Transient:         lake.Transient,
 		Quit:              ctx.Done(),
 		Fault:             d.fault,
-		ForeignKeys:       fks,
+		ForeignKeys:       actions,
 		Copy: merge.CopyOptions{
 			Source:    chunkSource{chunks},
 			ChunkRows: cfg.Snapshot.ChunkRows,
@@ -539,7 +543,8 @@ func (d *daemon) session(ctx context.Context) error {
 		d.streamed.Store(true)
 		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
 			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
-			Horizon: horizon, SettledXA: preparedXA, ForeignKeys: !capture.CascadesLogged(flavor, version), Config: cfg, Values: d.values, Log: log}, txns)
+			Horizon: horizon, SettledXA: preparedXA, ForeignKeys: !capture.CascadesLogged(flavor, version), Keys: keys,
+			Config: cfg, Values: d.values, Log: log}, txns)
 	})
 	g.Go(func() error {
 		// The pipeline ends by itself when the stream closes txns; it must not
@@ -556,6 +561,46 @@ func (d *daemon) session(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// followKeys returns the foreign keys of the mirrored tables as the stream
+// starts following them (capture.TableKeys), and those with an action, for
+// the pipeline. A table's keys are those recorded with its Iceberg table,
+// as of its position; a table copied afresh, or whose keys are not
+// recorded (an older cdcsync, a change the stream could not follow), gets
+// the keys MySQL has now (fromServer, read after horizon), recorded as of
+// horizon.
+func followKeys(ctx context.Context, tables map[cdcsync.TableID]*lake.Table, clean map[cdcsync.TableID]bool,
+	fromServer []cdcsync.ForeignKey, horizon cdcsync.Position, epoch int64, flavor, version string) (map[cdcsync.TableID]capture.TableKeys, []cdcsync.ForeignKey, error) {
+	if capture.CascadesLogged(flavor, version) {
+		return nil, nil, nil
+	}
+	keys := map[cdcsync.TableID]capture.TableKeys{}
+	var actions []cdcsync.ForeignKey
+	for id, t := range tables {
+		k, pos, ok, err := t.ForeignKeys()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok || clean[id] {
+			k, pos = nil, horizon
+			for _, fk := range fromServer {
+				if fk.Child == id {
+					k = append(k, fk)
+				}
+			}
+			if err := t.SetForeignKeys(ctx, lake.Epoch{Number: epoch, Pos: pos}, k); err != nil {
+				return nil, nil, err
+			}
+		}
+		keys[id] = capture.TableKeys{Keys: k, Pos: pos}
+		for _, fk := range k {
+			if fk.Acts() {
+				actions = append(actions, fk)
+			}
+		}
+	}
+	return keys, actions, nil
 }
 
 // readBinlog reads what the server can still stream (capture.Binlog).
@@ -837,6 +882,14 @@ func (s *lakeSink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Positi
 		log.Info("schema change applied", "table", ch.Table.String(), "position", pos.String(), "statement", abbreviate(ch.Statement, 300))
 	case cdcsync.ChangeTruncate:
 		log.Info("table truncated", "table", ch.Table.String(), "position", pos.String())
+	case cdcsync.ChangeForeignKeys:
+		if ch.KeysUnknown {
+			log.Info("the foreign keys of a mirrored table changed in a way cdcsync reads from MySQL: the next session reads them",
+				"table", ch.Table.String(), "position", pos.String(), "statement", abbreviate(ch.Statement, 300))
+		} else {
+			log.Info("foreign keys changed", "table", ch.Table.String(), "position", pos.String(), "keys", len(ch.ForeignKeys),
+				"statement", abbreviate(ch.Statement, 300))
+		}
 	case cdcsync.ChangeRename:
 		delete(s.tables, ch.Table)
 		s.tables[ch.NewID] = t

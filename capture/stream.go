@@ -325,7 +325,7 @@ type reader struct {
 	stopped map[cdcsync.TableID]bool
 	keys    map[cdcsync.TableID]*TableKeys // fktrack.go
 	restart error                          // returned once the open transaction is sent
-	marked  cdcsync.Position // the last progress marker's position
+	marked  cdcsync.Position               // the last progress marker's position
 
 	// XA transactions (xa.go).
 	xa       *xaTxn   // the XA transaction being read up to its PREPARE

@@ -546,7 +546,6 @@ type fkDef struct {
 	parentCols  []string
 	onDelete    cdcsync.FKAction
 	onUpdate    cdcsync.FKAction
-	setDefault  bool // an ON ... SET DEFAULT, which InnoDB refuses
 }
 
 type alterSpec struct {
@@ -885,7 +884,6 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 	return sp, p.errf("unknown ALTER TABLE clause")
 }
 
-// keyParts reads "(col [(len)] [ASC|DESC], ...)".
 // foreignKey parses [CONSTRAINT [name]] FOREIGN KEY [index] (cols)
 // REFERENCES table (cols) [MATCH ...] [ON DELETE action] [ON UPDATE action].
 func (p *ddlParser) foreignKey() (*fkDef, error) {
@@ -952,9 +950,8 @@ func (p *ddlParser) foreignKey() (*fkDef, error) {
 			*target = cdcsync.FKCascade
 		case p.accept("SET", "NULL"):
 			*target = cdcsync.FKSetNull
-		case p.accept("SET", "DEFAULT"):
-			fk.setDefault = true
-		case p.accept("RESTRICT"), p.accept("NO", "ACTION"):
+		case p.accept("SET", "DEFAULT"), p.accept("RESTRICT"), p.accept("NO", "ACTION"):
+			// InnoDB refuses SET DEFAULT: none changes a child row.
 		default:
 			return nil, p.errf("unknown referential action")
 		}
@@ -962,6 +959,7 @@ func (p *ddlParser) foreignKey() (*fkDef, error) {
 	return fk, nil
 }
 
+// keyParts reads "(col [(len)] [ASC|DESC], ...)".
 func (p *ddlParser) keyParts() ([]string, error) {
 	if err := p.expectPunct("("); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ package cdcsync
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -79,6 +80,27 @@ func (s *TableSchema) ColumnIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// KeyText names a row by its primary key, for messages: "id=5, region=eu",
+// each value cut to 64 bytes.
+func (s *TableSchema) KeyText(row Row) string {
+	parts := make([]string, 0, len(s.PrimaryKey))
+	for _, k := range s.PrimaryKey {
+		if k < len(row) && k < len(s.Columns) {
+			parts = append(parts, s.Columns[k].Name+"="+ValueText(row[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ValueText prints a value for a message, cut to 64 bytes.
+func ValueText(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return s
 }
 
 // Row holds one canonical value per column (nil for NULL), in column order.

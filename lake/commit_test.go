@@ -214,3 +214,32 @@ func TestRecopyKeepsTheLastContentsVisible(t *testing.T) {
 		e.assertModel(e.tbl.Iceberg())
 	}
 }
+
+// A value its Iceberg column cannot take fails the commit with ErrValue,
+// naming the column, the row's key and the value, and commits nothing:
+// the pipeline stops just that table on it (merge.StopTable).
+func TestCommitRefusesValueByName(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.churn(2)
+	before, files := e.tbl.Iceberg().CurrentSnapshot().SnapshotID, e.parquetFiles()
+	e.epoch++
+	d, r := e.change(keys(1, 3), "fine", nil)
+	r[1][1] = 42 // an int where the column holds strings
+	err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
+	if !errors.Is(err, ErrValue) {
+		t.Fatalf("err = %v, want ErrValue", err)
+	}
+	for _, want := range []string{"id=2", "column v", "42"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not name %q", err, want)
+		}
+	}
+	if got := e.tbl.Iceberg().CurrentSnapshot().SnapshotID; got != before {
+		t.Errorf("snapshot %d after the refused commit, want %d: nothing may be committed", got, before)
+	}
+	if got := added(files, e.parquetFiles()); len(got) != 0 {
+		t.Errorf("the refused commit left files %v", got)
+	}
+	e.assertModel(e.tbl.Iceberg())
+}

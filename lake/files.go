@@ -43,6 +43,7 @@ type partitioner struct {
 	spec   iceberg.PartitionSpec
 	schema *iceberg.Schema // the table schema, for partition paths
 	fields []partField
+	table  *cdcsync.TableSchema
 }
 
 type partField struct {
@@ -55,7 +56,7 @@ type partField struct {
 }
 
 func newPartitioner(ts *cdcsync.TableSchema, sc *iceberg.Schema, spec iceberg.PartitionSpec) (*partitioner, error) {
-	p := &partitioner{spec: spec, schema: sc}
+	p := &partitioner{spec: spec, schema: sc, table: ts}
 	for _, f := range spec.Fields() {
 		name, ok := sc.FindColumnName(f.SourceID())
 		if !ok {
@@ -85,7 +86,7 @@ func (p *partitioner) values(r cdcsync.Row) ([]any, error) {
 		}
 		lit, err := literalOf(v, f.kind, f.precision, f.scale)
 		if err != nil {
-			return nil, err
+			return nil, &ValueError{Column: p.table.Columns[f.col].Name, Value: cdcsync.ValueText(v), Key: p.table.KeyText(r), Err: err}
 		}
 		res := f.transform.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: lit})
 		if res.Valid {

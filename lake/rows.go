@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,12 +24,31 @@ func newBatchBuilder(l *rowLayout) *batchBuilder {
 	return &batchBuilder{layout: l, b: array.NewRecordBuilder(memory.DefaultAllocator, l.schema)}
 }
 
+// ErrValue is wrapped by the error of a write that holds a value its
+// Iceberg column cannot take (a decimal wider than the column, a value of
+// another type). Retrying cannot cure it: the value must change, or the
+// table stops (the pipeline stops just that table).
+var ErrValue = errors.New("a value its Iceberg column cannot hold")
+
+// ValueError names a value that its Iceberg column cannot take.
+type ValueError struct {
+	Column string
+	Value  string // cut to 64 bytes
+	Key    string // the row's primary key (cdcsync.TableSchema.KeyText)
+	Err    error
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("the row with primary key (%s) has a value the Iceberg column %s cannot hold: %s: %v", e.Key, e.Column, e.Value, e.Err)
+}
+
+func (e *ValueError) Unwrap() []error { return []error{ErrValue, e.Err} }
+
 // add appends one row. Values must be the canonical Go types of their kind.
 func (bb *batchBuilder) add(row cdcsync.Row) error {
 	for i, col := range bb.layout.cols {
 		if err := appendValue(bb.b.Field(i), row[col]); err != nil {
-			f := bb.layout.schema.Field(i)
-			return fmt.Errorf("column %s: %w", f.Name, err)
+			return &ValueError{Column: bb.layout.schema.Field(i).Name, Value: cdcsync.ValueText(row[col]), Key: bb.layout.key(row), Err: err}
 		}
 	}
 	bb.n++

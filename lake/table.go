@@ -429,7 +429,11 @@ func (l *Lake) ensureGlobalDeleteSpec(ctx context.Context, ident table.Identifie
 type rowLayout struct {
 	schema *arrow.Schema
 	cols   []int // cols[i] is the row index feeding arrow field i
+	table  *cdcsync.TableSchema
 }
+
+// key names a row by its primary key, for messages.
+func (l *rowLayout) key(row cdcsync.Row) string { return l.table.KeyText(row) }
 
 func newRowLayout(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*rowLayout, error) {
 	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
@@ -443,5 +447,5 @@ func newRowLayout(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*rowLayout, erro
 			return nil, fmt.Errorf("Iceberg column %s is not in MySQL table %s", f.Name, ts.ID)
 		}
 	}
-	return &rowLayout{schema: as, cols: cols}, nil
+	return &rowLayout{schema: as, cols: cols, table: ts}, nil
 }

@@ -395,6 +395,9 @@ func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdc
 	return nil
 }
 
+// Drop forgets a table's changes: it stopped after they were folded.
+func (b *Buffer) Drop(id cdcsync.TableID) { delete(b.tables, id) }
+
 // Empty reports whether the epoch holds nothing to commit.
 func (b *Buffer) Empty() bool { return b.Txns == 0 && len(b.tables) == 0 }
 

@@ -17,6 +17,12 @@ type ddlSink struct {
 	log     []string
 	rows    map[string]int // table@epoch -> values per row of the last row committed
 	restart bool
+	changes []appliedChange
+}
+
+type appliedChange struct {
+	ch cdcsync.SchemaChange
+	at cdcsync.Position
 }
 
 func (s *ddlSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
@@ -47,6 +53,7 @@ func (s *ddlSink) ApplyDDL(_ context.Context, epoch int64, pos cdcsync.Position,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, fmt.Sprintf("%s %s@%d", ch.Kind, ch.Table.Table, epoch))
+	s.changes = append(s.changes, appliedChange{*ch, pos})
 	if ch.Kind == cdcsync.ChangeRecopy && s.restart {
 		return fmt.Errorf("%w: copy %s again", ErrRestart, ch.Table)
 	}
@@ -123,5 +130,43 @@ func TestDDLRecopyRestarts(t *testing.T) {
 	}
 	if got := strings.Join(sink.log, " "); got != "commit users@1 checkpoint 1 recopy users@2" {
 		t.Fatalf("log %s", got)
+	}
+}
+
+// A table whose share of an epoch the sink refuses for good (a value
+// Iceberg cannot hold) stops, persisted as a stop at the position before
+// the epoch, and nothing of the epoch lands in it; the other tables commit
+// the epoch and go on, and the daemon does not exit.
+func TestCommitStopsOnlyTheTableTheSinkRefuses(t *testing.T) {
+	sink := &ddlSink{}
+	sink.fail = func(id cdcsync.TableID, _ int64, _ int) error {
+		if id == users.ID {
+			return StopTable(errors.New("the row with primary key (id=1) has a value the Iceberg column name cannot hold"))
+		}
+		return nil
+	}
+	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
+		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1, RetryBackoff: time.Millisecond}, quiet(), nil)
+	order := func(id string) cdcsync.Change {
+		return cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{id, int32(1), "1.00"}}
+	}
+	err := runPipeline(t, p,
+		txnAt(1, ins(u(1, "eu", "a")), order("x")),
+		txnAt(2, ins(u(2, "eu", "b")), order("y")),
+		txnAt(3, ins(u(3, "eu", "c"))),
+	)
+	if err != nil {
+		t.Fatalf("run: %v; a table the sink refuses must not stop the pipeline", err)
+	}
+	want := "commit orders@1 stop users@1 checkpoint 1 commit orders@2 checkpoint 2 checkpoint 3"
+	if got := strings.Join(sink.log, " "); got != want {
+		t.Fatalf("log\n got %s\nwant %s", got, want)
+	}
+	if len(sink.changes) != 1 || sink.changes[0].at != mariaPos(0) || !sink.changes[0].ch.NoRecopy ||
+		!strings.Contains(sink.changes[0].ch.Reason, "id=1") || !strings.Contains(sink.changes[0].ch.Reason, mariaPos(1).String()) {
+		t.Fatalf("stops %+v: want one at the position before the epoch, naming the row and the epoch's end", sink.changes)
+	}
+	if p.Committed() != mariaPos(3) {
+		t.Fatalf("committed %v, want %v", p.Committed(), mariaPos(3))
 	}
 }

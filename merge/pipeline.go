@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +98,25 @@ func (e permanentError) Unwrap() error { return e.err }
 // Permanent marks err so that the pipeline stops instead of retrying.
 func Permanent(err error) error { return permanentError{err} }
 
+// stopTableError marks a commit failure that concerns one table's data
+// only (a value the lake cannot hold): retrying cannot fix it, and the
+// other tables need not share its fate.
+type stopTableError struct{ err error }
+
+func (e stopTableError) Error() string { return e.err.Error() }
+func (e stopTableError) Unwrap() error { return e.err }
+
+// StopTable marks err, returned by Sink.Commit, so that the pipeline stops
+// that table (a ChangeStop through the DDLSink, at the position before the
+// epoch) and commits the epoch for the others.
+func StopTable(err error) error { return stopTableError{err} }
+
+// IsStopTable reports whether err was marked by StopTable.
+func IsStopTable(err error) bool {
+	var s stopTableError
+	return errors.As(err, &s)
+}
+
 // IsPermanent reports whether err was marked by Permanent.
 func IsPermanent(err error) bool {
 	var p permanentError
@@ -140,6 +161,7 @@ type Pipeline struct {
 	skip      map[cdcsync.TableID]cdcsync.Position // tables still catching up to their own committed position
 	nextEpoch int64
 	lastCkpt  cdcsync.Position
+	resumes   map[cdcsync.TableID]cdcsync.Position // each table's committed position at New (read only)
 	opts      Options
 	log       *slog.Logger
 	m         *metrics.Metrics
@@ -214,7 +236,7 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		opts.CommitConcurrency = 1
 	}
 	p := &Pipeline{sink: sink, schemas: map[cdcsync.TableID]*cdcsync.TableSchema{}, skip: map[cdcsync.TableID]cdcsync.Position{},
-		stopped:   map[cdcsync.TableID]bool{},
+		stopped: map[cdcsync.TableID]bool{}, resumes: map[cdcsync.TableID]cdcsync.Position{},
 		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
 		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
 		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{}}
@@ -223,6 +245,7 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		p.schemas[t.Schema.ID] = t.Schema
 		if !t.Committed.IsZero() {
 			p.skip[t.Schema.ID] = t.Committed
+			p.resumes[t.Schema.ID] = t.Committed
 		}
 		if t.Copy != nil {
 			p.addCopy(t.Schema.ID, *t.Copy, t.CopyClean)
@@ -578,13 +601,17 @@ type commitJob struct {
 
 // commitResult is what a background commit reports.
 type commitResult struct {
-	err    error
-	copies map[cdcsync.TableID]cdcsync.CopyState // the copy progress now committed
+	err     error
+	copies  map[cdcsync.TableID]cdcsync.CopyState // the copy progress now committed
+	stopped []cdcsync.TableID                     // tables the commit stopped (StopTable)
 }
 
 // prepare captures what the commit of buf needs from the pipeline's own
 // state (Run's goroutine); nil when there is nothing to commit.
 func (p *Pipeline) prepare(buf *Buffer) *commitJob {
+	for id := range p.stopped {
+		buf.Drop(id) // folded before its stop was known
+	}
 	if buf.Empty() {
 		return nil
 	}
@@ -612,6 +639,12 @@ func (p *Pipeline) afterCommit(r commitResult) error {
 	if r.err != nil {
 		return r.err
 	}
+	for _, id := range r.stopped {
+		p.cancelCopy(id)
+		delete(p.schemas, id)
+		delete(p.skip, id)
+		p.stopped[id] = true
+	}
 	for id, st := range r.copies {
 		if ct := p.copies[id]; ct != nil && st.Done {
 			p.copyDone(ct)
@@ -627,6 +660,10 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	maintain := p.maintenanceDue(buf)
 	start := time.Now()
 	epoch := p.nextEpoch
+	var (
+		smu   sync.Mutex
+		stops = map[cdcsync.TableID]error{}
+	)
 	for i, rank := range p.commitRanks(tables) {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(p.opts.CommitConcurrency)
@@ -639,11 +676,24 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			if st, ok := job.copies[id]; ok {
 				d.Copy = &st
 			}
-			g.Go(func() error { return p.commitTable(gctx, id, d) })
+			g.Go(func() error {
+				err := p.commitTable(gctx, id, d)
+				if IsStopTable(err) {
+					smu.Lock()
+					stops[id] = err
+					smu.Unlock()
+					return nil
+				}
+				return err
+			})
 		}
 		if err := g.Wait(); err != nil {
 			return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 		}
+	}
+	stopped, err := p.stopTables(ctx, epoch, buf.End, stops)
+	if err != nil {
+		return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 	}
 	if len(tables) == 0 && job.ckpt == p.lastCkpt {
 		p.mu.Lock()
@@ -695,7 +745,44 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			p.maintOwed = owed // after a later epoch
 		}
 	}
-	return commitResult{copies: job.copies}
+	return commitResult{copies: job.copies, stopped: stopped}
+}
+
+// stopTables stops the tables whose share of the epoch ending at end the
+// sink refused for good (StopTable): each gets a ChangeStop at the
+// position before the epoch, before the checkpoint that passes the epoch,
+// so that after a crash the table is either stopped or reads the epoch
+// again. The other tables of the epoch are committed already.
+func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Position, stops map[cdcsync.TableID]error) ([]cdcsync.TableID, error) {
+	if len(stops) == 0 {
+		return nil, nil
+	}
+	ds, ok := p.sink.(DDLSink)
+	if !ok {
+		for id, err := range stops {
+			return nil, fmt.Errorf("%s cannot be stopped by this sink: %w", id, err)
+		}
+	}
+	p.awaitMaintenance() // a stop changes the sink's tables
+	ids := slices.SortedFunc(maps.Keys(stops), func(a, b cdcsync.TableID) int { return strings.Compare(a.String(), b.String()) })
+	for _, id := range ids {
+		at := p.lastCkpt
+		if own, ok := p.resumes[id]; ok {
+			if later, err := own.Includes(at); err == nil && later {
+				at = own // the table held more than the checkpoint when the session began
+			}
+		}
+		ch := &cdcsync.SchemaChange{Table: id, Kind: cdcsync.ChangeStop, NoRecopy: true,
+			Reason: fmt.Sprintf("a transaction after it, up to %s, has a row Iceberg refuses: %v", end, stops[id])}
+		if _, err := p.retry(ctx, "stop of "+id.String(), func() error { return ds.ApplyDDL(ctx, epoch, at, ch) }, nil,
+			"table", id.String()); err != nil {
+			return nil, fmt.Errorf("stop %s, whose share of epoch %d Iceberg refuses (%v): %w", id, epoch, stops[id], err)
+		}
+		if p.m != nil {
+			p.m.TablesStopped.Inc()
+		}
+	}
+	return ids, nil
 }
 
 // maxMaintenanceSkips bounds how many epochs in a row skip maintenance
@@ -851,7 +938,7 @@ func (p *Pipeline) retry(ctx context.Context, what string, op func() error, fail
 			}
 			return attempt, nil
 		}
-		if errors.Is(err, ErrRestart) || IsPermanent(err) || ctx.Err() != nil {
+		if errors.Is(err, ErrRestart) || IsPermanent(err) || IsStopTable(err) || ctx.Err() != nil {
 			return attempt, err
 		}
 		outage := p.opts.Transient != nil && p.opts.Transient(err)

@@ -12,6 +12,7 @@ import (
 	rtmetrics "runtime/metrics"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -748,16 +749,27 @@ func (d *daemon) watchLag(ctx context.Context, lk *lake.Lake, pipe *merge.Pipeli
 
 // lakeSink adapts lake tables to merge.Sink and merge.Maintainer.
 type lakeSink struct {
-	lake   *lake.Lake
+	lake  *lake.Lake
+	m     *metrics.Metrics
+	maint *lake.Maintainer
+	// tables changes on schema changes and stops, which the pipeline
+	// applies from its reading goroutine or (a stop at commit) from its
+	// committing one while the reader looks tables up.
+	mu     sync.RWMutex
 	tables map[cdcsync.TableID]*lake.Table
-	m      *metrics.Metrics
-	maint  *lake.Maintainer
+}
+
+// table returns a table of the session, nil when it has none (any more).
+func (s *lakeSink) table(id cdcsync.TableID) *lake.Table {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tables[id]
 }
 
 // RowsWhere reads a table's committed rows for the foreign-key cascades
 // of merge.
 func (s *lakeSink) RowsWhere(ctx context.Context, id cdcsync.TableID, cols []int, vals [][]any) ([]cdcsync.Row, error) {
-	t := s.tables[id]
+	t := s.table(id)
 	if t == nil {
 		return nil, fmt.Errorf("%s is not a mirrored table", id)
 	}
@@ -765,9 +777,16 @@ func (s *lakeSink) RowsWhere(ctx context.Context, id cdcsync.TableID, cols []int
 }
 
 func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta) error {
-	err := s.tables[id].Commit(ctx, lake.Epoch{Number: d.Epoch, Pos: d.Pos}, d.Deletes, d.Rows, d.Copy)
-	if errors.Is(err, lake.ErrConflict) {
+	t := s.table(id)
+	if t == nil {
+		return merge.Permanent(fmt.Errorf("a commit to %s, which has no Iceberg table in this session", id))
+	}
+	err := t.Commit(ctx, lake.Epoch{Number: d.Epoch, Pos: d.Pos}, d.Deletes, d.Rows, d.Copy)
+	switch {
+	case errors.Is(err, lake.ErrConflict):
 		return merge.Permanent(err)
+	case errors.Is(err, lake.ErrValue):
+		return merge.StopTable(err)
 	}
 	if err == nil {
 		s.observe(id)
@@ -783,7 +802,7 @@ func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID)
 	for _, id := range ids {
 		// A table being copied gets large files without deletes; compacting
 		// it before the copy ends would rewrite the same rows again and again.
-		if t := s.tables[id]; t != nil && t.Copying() == nil {
+		if t := s.table(id); t != nil && t.Copying() == nil {
 			tables = append(tables, t)
 		}
 	}
@@ -814,7 +833,7 @@ func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID)
 		case "orphans":
 			s.m.OrphanFilesDeleted.WithLabelValues(name).Add(float64(rep.Orphans.Deleted))
 		}
-		if s.tables[rep.Table] != nil {
+		if s.table(rep.Table) != nil {
 			s.observe(rep.Table)
 		}
 	}
@@ -824,7 +843,7 @@ func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID)
 // DeleteColumns says which columns a table's equality deletes need
 // (merge.DeleteColumner).
 func (s *lakeSink) DeleteColumns(id cdcsync.TableID) []int {
-	if t := s.tables[id]; t != nil {
+	if t := s.table(id); t != nil {
 		return t.DeleteColumns()
 	}
 	return nil
@@ -832,7 +851,11 @@ func (s *lakeSink) DeleteColumns(id cdcsync.TableID) []int {
 
 // observe publishes a table's file and snapshot counts.
 func (s *lakeSink) observe(id cdcsync.TableID) {
-	st := s.tables[id].Stats()
+	t := s.table(id)
+	if t == nil {
+		return
+	}
+	st := t.Stats()
 	name := id.String()
 	s.m.TableDataFiles.WithLabelValues(name).Set(float64(st.DataFiles))
 	s.m.TableDeleteFiles.WithLabelValues(name).Set(float64(st.DeleteFiles))
@@ -844,7 +867,7 @@ func (s *lakeSink) observe(id cdcsync.TableID) {
 
 // StartCopy empties a table and starts its copy afresh (merge.CopySink).
 func (s *lakeSink) StartCopy(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position) error {
-	t := s.tables[id]
+	t := s.table(id)
 	if t == nil {
 		return fmt.Errorf("%s has no Iceberg table in this session", id)
 	}
@@ -857,7 +880,7 @@ func (s *lakeSink) StartCopy(ctx context.Context, id cdcsync.TableID, epoch int6
 
 // ApplyDDL applies one schema change to its Iceberg table (merge.DDLSink).
 func (s *lakeSink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, ch *cdcsync.SchemaChange) error {
-	t := s.tables[ch.Table]
+	t := s.table(ch.Table)
 	if t == nil {
 		return merge.Permanent(fmt.Errorf("a %s change of %s, which has no Iceberg table in this session", ch.Kind, ch.Table))
 	}
@@ -891,23 +914,32 @@ func (s *lakeSink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Positi
 				"statement", abbreviate(ch.Statement, 300))
 		}
 	case cdcsync.ChangeRename:
+		s.mu.Lock()
 		delete(s.tables, ch.Table)
 		s.tables[ch.NewID] = t
+		s.mu.Unlock()
 	case cdcsync.ChangeDrop:
-		delete(s.tables, ch.Table)
+		s.forget(ch.Table)
 		if !dropped {
 			info, _ := t.Stopped()
 			log.Warn(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
 		}
 	case cdcsync.ChangeStop:
-		delete(s.tables, ch.Table)
+		s.forget(ch.Table)
 		info, _ := t.Stopped()
 		log.Error(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
 	case cdcsync.ChangeRecopy:
-		delete(s.tables, ch.Table)
+		s.forget(ch.Table)
 		return fmt.Errorf("%w: %s must be copied again at %s (ddl.incompatible: recopy): %s", merge.ErrRestart, ch.Table, pos, ch.Reason)
 	}
 	return nil
+}
+
+// forget removes a table that is not mirrored any more from the session.
+func (s *lakeSink) forget(id cdcsync.TableID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tables, id)
 }
 
 // stoppedMessage says why a table is not mirrored any more and how to
@@ -946,6 +978,8 @@ func abbreviate(s string, n int) string {
 // are done and before any schema change, so the tables are not changing.
 func (s *lakeSink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
 	c := lake.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for id, t := range s.tables {
 		if tc, err := t.Committed(); err == nil && tc.Found {
 			c.Tables = append(c.Tables, lake.TableEpoch{Table: id, Epoch: tc.Epoch})

@@ -202,3 +202,17 @@ type CopyState struct {
 	// no copy state.
 	Done bool
 }
+
+// Delta is one table's share of an epoch.
+type Delta struct {
+	Epoch int64
+	Pos   Position // the position the table is at once committed
+	// Deletes are equality deletes on the primary key (each row carries the
+	// key and the partition source columns of the image it deletes).
+	Deletes []Row
+	Rows    []Row // rows to insert
+	// Copy is the table's initial-copy progress while the copy runs (and on
+	// the commit that completes it, with Done set); nil otherwise. It must be
+	// committed with the rows.
+	Copy *CopyState
+}

@@ -31,7 +31,7 @@ func newTablesModel(schemas ...*cdcsync.TableSchema) *tablesModel {
 	return m
 }
 
-func (m *tablesModel) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (m *tablesModel) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range d.Deletes {

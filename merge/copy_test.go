@@ -145,7 +145,7 @@ type icebergModel struct {
 	copyEnd bool
 }
 
-func (m *icebergModel) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (m *icebergModel) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id != items.ID {
@@ -338,7 +338,7 @@ type countingSink struct {
 	deletes, rows *int
 }
 
-func (s *countingSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (s *countingSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	*s.deletes += len(d.Deletes)
 	*s.rows += len(d.Rows)
 	return s.icebergModel.Commit(ctx, id, d)

@@ -26,7 +26,7 @@ type maintSink struct {
 	block    chan struct{} // when set, Maintain waits for it or for ctx
 }
 
-func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	if s.running.Load() > 0 {
 		s.overlaps.Add(1)
 	}

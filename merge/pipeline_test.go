@@ -23,7 +23,7 @@ type memSink struct {
 	attempts    map[string]int
 }
 
-func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	epoch := d.Epoch
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,12 +228,12 @@ func TestPipelineQuitEndsAnOutageWait(t *testing.T) {
 
 func TestPipelineStopsOnPermanentFailureWithoutCheckpoint(t *testing.T) {
 	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error {
-		return Permanent(errors.New("another writer committed"))
+		return cdcsync.Permanent(errors.New("another writer committed"))
 	}}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
 		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
 	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))))
-	if !IsPermanent(err) || !errors.Is(err, ErrCommit) {
+	if !cdcsync.IsPermanent(err) || !errors.Is(err, ErrCommit) {
 		t.Fatalf("err = %v, want a permanent commit error", err)
 	}
 	if sink.attempts["shop.users@1"] != 1 || len(sink.checkpoints) != 0 {

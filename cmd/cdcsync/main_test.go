@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
@@ -82,7 +83,7 @@ func TestRestartReason(t *testing.T) {
 		{fmt.Errorf("x: %w", capture.ErrNewTable), "new_table"},
 		{fmt.Errorf("x: %w", capture.ErrForeignKeys), "schema"},
 		{fmt.Errorf("%w: catalog down", merge.ErrCommit), "commit"},
-		{fmt.Errorf("%w: %w", merge.ErrCommit, merge.Permanent(errors.New("other writer"))), ""},
+		{fmt.Errorf("%w: %w", merge.ErrCommit, cdcsync.Permanent(errors.New("other writer"))), ""},
 		{fmt.Errorf("%w: %w", merge.ErrCommit, lake.ErrConflict), ""},
 		{fmt.Errorf("%w: %w", capture.ErrDisconnected, capture.ErrPositionLost), ""},
 		// A warehouse that went away while cdcsync was restarting: the

@@ -520,7 +520,7 @@ func (d *daemon) session(ctx context.Context) error {
 		Fault:             d.fault,
 		ForeignKeys:       actions,
 		Copy: merge.CopyOptions{
-			Source:    chunkSource{chunks},
+			Source:    chunks,
 			ChunkRows: cfg.Snapshot.ChunkRows,
 			Workers:   cfg.Snapshot.Workers,
 		},

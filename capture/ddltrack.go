@@ -33,13 +33,6 @@ type shadowState struct {
 	pos  cdcsync.Position
 }
 
-// ShadowAt is a shadow table remembered with its base table in Iceberg.
-type ShadowAt struct {
-	Base   cdcsync.TableID
-	Shadow cdcsync.Shadow
-	Pos    cdcsync.Position
-}
-
 func (r *reader) initTracking() {
 	r.tables = map[cdcsync.TableID]*tracked{}
 	r.shadows = map[cdcsync.TableID]*shadowState{}

@@ -35,7 +35,7 @@ type StreamConfig struct {
 	SchemaPos map[cdcsync.TableID]cdcsync.Position
 	// Shadows are the shadow tables of online schema change tools that
 	// cdcsync remembers with their base tables.
-	Shadows []ShadowAt
+	Shadows []cdcsync.ShadowAt
 	// Stopped tables are no longer mirrored: their events are passed over,
 	// and a CREATE TABLE of their name does not restart the stream.
 	Stopped map[cdcsync.TableID]bool
@@ -49,7 +49,7 @@ type StreamConfig struct {
 	ForeignKeys bool
 	// Keys are each mirrored table's foreign keys and the position they
 	// are as of; a table missing here has unknown keys.
-	Keys map[cdcsync.TableID]TableKeys
+	Keys map[cdcsync.TableID]cdcsync.TableKeys
 	// SettledXA are XA transactions prepared before Start that the copies
 	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
 	// no PREPARE, since the copies read their rows.
@@ -323,9 +323,9 @@ type reader struct {
 	tables  map[cdcsync.TableID]*tracked
 	shadows map[cdcsync.TableID]*shadowState
 	stopped map[cdcsync.TableID]bool
-	keys    map[cdcsync.TableID]*TableKeys // fktrack.go
-	restart error                          // returned once the open transaction is sent
-	marked  cdcsync.Position               // the last progress marker's position
+	keys    map[cdcsync.TableID]*cdcsync.TableKeys // fktrack.go
+	restart error                                  // returned once the open transaction is sent
+	marked  cdcsync.Position                       // the last progress marker's position
 
 	// XA transactions (xa.go).
 	xa       *xaTxn   // the XA transaction being read up to its PREPARE

@@ -336,7 +336,7 @@ func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table
 // PipelineTable is a table this pipeline has committed to.
 type PipelineTable struct {
 	ID        cdcsync.TableID // the MySQL table
-	Committed Committed
+	Committed cdcsync.Committed
 	Stopped   bool // cdcsync stopped mirroring it (see Table.Stopped)
 }
 

@@ -225,7 +225,7 @@ func (s *Sink) forget(id cdcsync.TableID) {
 
 // StoppedMessage says why a table is not mirrored any more and how to
 // resume it.
-func (l *Lake) StoppedMessage(t *Table, info StopInfo) string {
+func (l *Lake) StoppedMessage(t *Table, info cdcsync.StopInfo) string {
 	cfg := l.cfg
 	ident := strings.Join(t.Ident, ".")
 	if info.Dropped {
@@ -252,12 +252,12 @@ func (l *Lake) StoppedMessage(t *Table, info StopInfo) string {
 // Checkpoint.Holds). The pipeline calls it once the epoch's commits
 // are done and before any schema change, so the tables are not changing.
 func (s *Sink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
-	c := Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
+	c := cdcsync.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for id, t := range s.tables {
 		if tc, err := t.Committed(); err == nil && tc.Found {
-			c.Tables = append(c.Tables, TableEpoch{Table: id, Epoch: tc.Epoch})
+			c.Tables = append(c.Tables, cdcsync.TableEpoch{Table: id, Epoch: tc.Epoch})
 		}
 	}
 	return s.lake.SaveCheckpoint(ctx, c)

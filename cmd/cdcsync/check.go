@@ -130,7 +130,7 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 		report(false, false, "binlog positions", err.Error())
 		return
 	}
-	committed := map[cdcsync.TableID]lake.Committed{}
+	committed := map[cdcsync.TableID]cdcsync.Committed{}
 	for _, t := range tables {
 		if !t.Stopped {
 			c := t.Committed

@@ -255,7 +255,7 @@ func (d *daemon) session(ctx context.Context) error {
 	}
 
 	tables := map[cdcsync.TableID]*lake.Table{}
-	committed := map[cdcsync.TableID]lake.Committed{}
+	committed := map[cdcsync.TableID]cdcsync.Committed{}
 	stopped := map[cdcsync.TableID]bool{}
 	recopy := map[cdcsync.TableID]bool{}
 	nstopped := 0
@@ -424,7 +424,7 @@ func (d *daemon) session(ctx context.Context) error {
 		if err := tables[id].StartCopy(ctx, lake.Epoch{Number: next, Pos: horizon}); err != nil {
 			return exitError{1, err}
 		}
-		committed[id] = lake.Committed{Epoch: next, Pos: horizon, Found: true, Copy: &cdcsync.CopyState{}}
+		committed[id] = cdcsync.Committed{Epoch: next, Pos: horizon, Found: true, Copy: &cdcsync.CopyState{}}
 		clean[id] = true
 	}
 	start := ckpt.Pos
@@ -461,7 +461,7 @@ func (d *daemon) session(ctx context.Context) error {
 		}
 	}
 	if !haveCkpt {
-		if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: horizon, Time: time.Now()}); err != nil {
+		if err := lk.SaveCheckpoint(ctx, cdcsync.Checkpoint{Epoch: next, Pos: horizon, Time: time.Now()}); err != nil {
 			return exitError{1, err}
 		}
 		start = horizon
@@ -493,7 +493,7 @@ func (d *daemon) session(ctx context.Context) error {
 	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
 	cmap := map[cdcsync.TableID]cdcsync.Position{}
 	spos := map[cdcsync.TableID]cdcsync.Position{}
-	var shadows []capture.ShadowAt
+	var shadows []cdcsync.ShadowAt
 	for id, t := range tables {
 		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos, Copy: committed[id].Copy, CopyClean: clean[id]})
 		smap[id] = t.Schema
@@ -504,7 +504,7 @@ func (d *daemon) session(ctx context.Context) error {
 			return exitError{1, err}
 		}
 		for _, s := range sh {
-			shadows = append(shadows, capture.ShadowAt{Base: id, Shadow: s.Shadow, Pos: s.Pos})
+			shadows = append(shadows, cdcsync.ShadowAt{Base: id, Shadow: s.Shadow, Pos: s.Pos})
 		}
 	}
 	sink := lk.NewSink(tables, d.m, lk.NewMaintainer(cfg.Maintenance, d.fault))
@@ -561,18 +561,18 @@ func (d *daemon) session(ctx context.Context) error {
 }
 
 // followKeys returns the foreign keys of the mirrored tables as the stream
-// starts following them (capture.TableKeys), and those with an action, for
+// starts following them (cdcsync.TableKeys), and those with an action, for
 // the pipeline. A table's keys are those recorded with its Iceberg table,
 // as of its position; a table copied afresh, or whose keys are not
 // recorded (an older cdcsync, a change the stream could not follow), gets
 // the keys MySQL has now (fromServer, read after horizon), recorded as of
 // horizon.
 func followKeys(ctx context.Context, tables map[cdcsync.TableID]*lake.Table, clean map[cdcsync.TableID]bool,
-	fromServer []cdcsync.ForeignKey, horizon cdcsync.Position, epoch int64, flavor, version string) (map[cdcsync.TableID]capture.TableKeys, []cdcsync.ForeignKey, error) {
+	fromServer []cdcsync.ForeignKey, horizon cdcsync.Position, epoch int64, flavor, version string) (map[cdcsync.TableID]cdcsync.TableKeys, []cdcsync.ForeignKey, error) {
 	if capture.CascadesLogged(flavor, version) {
 		return nil, nil, nil
 	}
-	keys := map[cdcsync.TableID]capture.TableKeys{}
+	keys := map[cdcsync.TableID]cdcsync.TableKeys{}
 	var actions []cdcsync.ForeignKey
 	for id, t := range tables {
 		k, pos, ok, err := t.ForeignKeys()
@@ -590,7 +590,7 @@ func followKeys(ctx context.Context, tables map[cdcsync.TableID]*lake.Table, cle
 				return nil, nil, err
 			}
 		}
-		keys[id] = capture.TableKeys{Keys: k, Pos: pos}
+		keys[id] = cdcsync.TableKeys{Keys: k, Pos: pos}
 		for _, fk := range k {
 			if fk.Acts() {
 				actions = append(actions, fk)
@@ -619,7 +619,7 @@ func readBinlog(ctx context.Context, cfg *config.Config, flavor, serverUUID stri
 // contain it (after a failover, the new server must be a replica that has
 // everything cdcsync read). Tables in skip (copied afresh anyway) are not
 // asked about.
-func lostPositions(b *capture.Binlog, committed map[cdcsync.TableID]lake.Committed, skip map[cdcsync.TableID]bool) (map[cdcsync.TableID]string, error) {
+func lostPositions(b *capture.Binlog, committed map[cdcsync.TableID]cdcsync.Committed, skip map[cdcsync.TableID]bool) (map[cdcsync.TableID]string, error) {
 	lost := map[cdcsync.TableID]string{}
 	for id, c := range committed {
 		if !c.Found || skip[id] {
@@ -638,7 +638,7 @@ func lostPositions(b *capture.Binlog, committed map[cdcsync.TableID]lake.Committ
 
 // positionLostError is the end of a session that found tables whose
 // positions the server lost, under source.on_position_lost: fail.
-func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string, committed map[cdcsync.TableID]lake.Committed) error {
+func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string, committed map[cdcsync.TableID]cdcsync.Committed) error {
 	var lines, names []string
 	for id, msg := range lost {
 		lines = append(lines, fmt.Sprintf("%s at %s: %s", id, committed[id].Pos, msg))
@@ -669,7 +669,7 @@ func awaitPreparedXA(ctx context.Context, cfg *config.Config, xids []string, log
 // startOnServer checks the stream's start on the server. The checkpoint
 // is only an optimisation: when the server no longer has it but has every
 // streaming table's position, the stream starts at the oldest of those.
-func startOnServer(b *capture.Binlog, start *cdcsync.Position, committed map[cdcsync.TableID]lake.Committed, fresh map[cdcsync.TableID]bool) error {
+func startOnServer(b *capture.Binlog, start *cdcsync.Position, committed map[cdcsync.TableID]cdcsync.Committed, fresh map[cdcsync.TableID]bool) error {
 	msg, err := b.Missing(*start)
 	if err != nil || msg == "" {
 		return err

@@ -420,7 +420,7 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 				t.Fatalf("with the sequence number pinned to the read snapshot, key 3 reads %v", vals)
 			}
 			if !pin && n != 2 {
-				t.Fatalf("iceberg-go's default no longer resurrects the row (key 3 reads %v): revisit the note in maintain.go", vals)
+				t.Fatalf("iceberg-go's default no longer resurrects the row (key 3 reads %v): revisit the note in compact.go", vals)
 			}
 		}
 	})

@@ -6,6 +6,7 @@ package cdcsync
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -80,6 +81,22 @@ func (s *TableSchema) ColumnIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// Same reports whether two schemas have the same columns (name, type,
+// nullability, precision) and primary key.
+func (s *TableSchema) Same(o *TableSchema) bool {
+	if len(s.Columns) != len(o.Columns) || !slices.Equal(s.PrimaryKey, o.PrimaryKey) {
+		return false
+	}
+	for i := range s.Columns {
+		x, y := s.Columns[i], o.Columns[i]
+		if x.Name != y.Name || x.Kind != y.Kind || !strings.EqualFold(x.ColumnType, y.ColumnType) ||
+			!strings.EqualFold(x.DataType, y.DataType) || x.Nullable != y.Nullable || x.Precision != y.Precision || x.Scale != y.Scale {
+			return false
+		}
+	}
+	return true
 }
 
 // KeyText names a row by its primary key, for messages: "id=5, region=eu",

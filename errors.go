@@ -7,6 +7,11 @@ import "errors"
 // to be read again), and the next session starts from there.
 var ErrRestart = errors.New("the session restarts")
 
+// ErrPositionLost means the source no longer has what a table needs to be
+// streamed from its committed position (the binlog was purged, or a
+// failover went to a server without it): no reconnect cures it.
+var ErrPositionLost = errors.New("the binlog position cdcsync needs is no longer on the server")
+
 // permanentError marks a failure that retrying cannot fix.
 type permanentError struct{ err error }
 

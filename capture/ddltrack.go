@@ -844,7 +844,3 @@ func SameSchemas(ctx context.Context, src *config.Source, ids []cdcsync.TableID,
 	}
 	return nil
 }
-
-// SameSchema reports whether two schemas have the same columns (name, type,
-// nullability) and primary key.
-func SameSchema(a, b *cdcsync.TableSchema) bool { return sameSchema(a, b) }

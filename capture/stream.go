@@ -72,10 +72,6 @@ func (c *StreamConfig) logf(msg string, args ...any) {
 // caller may restart from its committed position.
 var ErrDisconnected = errors.New("lost the connection to the source")
 
-// ErrPositionLost means the server no longer has the binlog the stream
-// must start from (purged): no reconnect cures it.
-var ErrPositionLost = errors.New("the binlog position cdcsync needs is no longer on the server")
-
 // ErrNewTable means a table matching the include patterns was created; the
 // caller restarts the pipeline so the table is copied and streamed.
 var ErrNewTable = errors.New("a new table matches the include patterns")
@@ -127,7 +123,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		if positionLost(lost.err) {
 			return fmt.Errorf("%w: %s:%d does not have %s any more (%v): the changes since were purged before cdcsync read them; "+
 				"copy the tables again (cdcsync resync --config FILE --offline DB.TABLE for each table; cdcsync tables lists them), then start cdcsync: it copies them from the server's current position",
-				ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
+				cdcsync.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
 		}
 		streamed = streamed || read
 		if progressed {

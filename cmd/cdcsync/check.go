@@ -11,6 +11,7 @@ import (
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
+	"github.com/cdcsync/cdcsync/merge"
 )
 
 // runCheck runs every preflight check of `run` and prints all findings. It
@@ -138,7 +139,7 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 			committed[t.ID] = c
 		}
 	}
-	lost, err := lostPositions(b, committed, nil)
+	lost, err := merge.LostPositions(b, committed, nil)
 	if err != nil {
 		report(false, false, "binlog positions", err.Error())
 		return

@@ -61,11 +61,11 @@ func (c Checkpoint) Holds(id TableID, epoch int64) bool {
 // (Holds) and its own is older. A quiet table would otherwise make every
 // restart replay the binlog from its last change, and fail once the
 // server expired that binlog.
-func (c Checkpoint) Effective(id TableID, committed Committed) Position {
+func (c Checkpoint) Effective(id TableID, committed Committed, order Order) Position {
 	if !committed.Found || committed.Copy != nil || !c.Holds(id, committed.Epoch) {
 		return committed.Pos
 	}
-	if ok, err := committed.Pos.Includes(c.Pos); err == nil && ok {
+	if ok, err := order.Includes(committed.Pos, c.Pos); err == nil && ok {
 		return committed.Pos
 	}
 	return c.Pos

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -73,7 +74,7 @@ func covers(pos cdcsync.Position, probe *cdcsync.Txn) bool {
 	if pos.IsZero() {
 		return false
 	}
-	ok, err := pos.Covers(probe)
+	ok, err := binlogpos.Order{}.Covers(pos, probe)
 	return err == nil && ok
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
@@ -157,7 +158,7 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 					changes = append(changes, ch)
 				}
 			}
-			if ok, _ := txn.Pos.Includes(end); ok && stopAtEnd {
+			if ok, _ := (binlogpos.Order{}).Includes(txn.Pos, end); ok && stopAtEnd {
 				cancel()
 			}
 		}

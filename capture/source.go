@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/merge"
 )
@@ -133,6 +134,9 @@ func (s *Source) Chunks() (merge.ChunkSource, func()) {
 	r := NewChunkReader(&s.cfg.Source, s.flavor, s.uuid, s.values, s.cfg.Snapshot.Workers)
 	return r, r.Close
 }
+
+// Order orders the server's positions.
+func (s *Source) Order() cdcsync.Order { return binlogpos.Order{} }
 
 // Stream reads the binlog from spec.Start (see Stream).
 func (s *Source) Stream(ctx context.Context, spec merge.StreamSpec, out chan<- *cdcsync.Txn) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -398,7 +399,7 @@ func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
 	if set == "" {
 		return nil
 	}
-	covered, err := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}.Covers(&cdcsync.Txn{GTID: gtid})
+	covered, err := binlogpos.Order{}.Covers(cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}, &cdcsync.Txn{GTID: gtid})
 	if err != nil || !covered {
 		return err
 	}
@@ -409,7 +410,7 @@ func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
 
 func advanceGTIDs(flavor, set, gtid string) (string, error) {
 	if flavor == cdcsync.FlavorMariaDB {
-		return cdcsync.AdvanceMariaDBGTIDSet(set, gtid)
+		return binlogpos.AdvanceMariaDBGTIDSet(set, gtid)
 	}
 	s, err := mysql.ParseMysqlGTIDSet(set)
 	if err != nil {

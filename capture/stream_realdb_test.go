@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -226,7 +227,7 @@ func streamReconnects(t *testing.T, host string, port int, mode string) {
 // after says whether txn comes after the position last of the same stream,
 // which does not hold it yet.
 func after(txn *cdcsync.Txn, last cdcsync.Position) bool {
-	covered, err := last.Covers(txn)
+	covered, err := (binlogpos.Order{}).Covers(last, txn)
 	return err == nil && !covered
 }
 

@@ -63,7 +63,7 @@ func (s *ddlSink) ApplyDDL(_ context.Context, epoch int64, pos cdcsync.Position,
 func TestDDLIsABarrier(t *testing.T) {
 	sink := &ddlSink{}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	wider := &cdcsync.TableSchema{ID: users.ID, Columns: append(append([]cdcsync.Column{}, users.Columns...),
 		cdcsync.Column{Name: "age", Kind: cdcsync.KindInt32, Nullable: true}), PrimaryKey: []int{0}}
 	alter := txnAt(3)
@@ -95,7 +95,7 @@ func TestDDLIsABarrier(t *testing.T) {
 func TestDDLStopDropsTheTable(t *testing.T) {
 	sink := &ddlSink{}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	stop := txnAt(2, cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}})
 	stop.DDL = []cdcsync.SchemaChange{{Table: users.ID, Kind: cdcsync.ChangeStop, Reason: "test"}}
 	err := runPipeline(t, p,
@@ -121,7 +121,7 @@ func TestDDLStopDropsTheTable(t *testing.T) {
 func TestDDLRecopyRestarts(t *testing.T) {
 	sink := &ddlSink{restart: true}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	x := txnAt(2)
 	x.DDL = []cdcsync.SchemaChange{{Table: users.ID, Kind: cdcsync.ChangeRecopy}}
 	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))), x, txnAt(3, ins(u(2, "eu", "b"))))
@@ -146,7 +146,7 @@ func TestCommitStopsOnlyTheTableTheSinkRefuses(t *testing.T) {
 		return nil
 	}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1, RetryBackoff: time.Millisecond}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1, RetryBackoff: time.Millisecond}, quiet(), nil)
 	order := func(id string) cdcsync.Change {
 		return cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{id, int32(1), "1.00"}}
 	}

@@ -77,6 +77,8 @@ var ErrCommit = errors.New("epoch commit failed")
 
 // Options tune sealing and committing.
 type Options struct {
+	// Order compares the source's positions (required).
+	Order             cdcsync.Order
 	Interval          time.Duration // seal this long after the epoch's first transaction
 	MaxRows           int           // seal at this many row changes
 	MaxBytes          int           // seal at this many bytes of changes
@@ -172,6 +174,9 @@ type Table struct {
 // New returns a pipeline that starts numbering epochs at firstEpoch. start is
 // the checkpoint the binlog is read from.
 func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, opts Options, log *slog.Logger, m *metrics.Metrics) *Pipeline {
+	if opts.Order == nil {
+		panic("merge.New: Options.Order is nil; the source's position order is required")
+	}
 	if opts.Retries <= 0 {
 		opts.Retries = 5
 	}
@@ -365,7 +370,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			}
 			if t.Progress {
 				// Only chunks of the initial copy wait for positions.
-				if later, err := t.Pos.Includes(p.readPos); err == nil && later {
+				if later, err := p.opts.Order.Includes(t.Pos, p.readPos); err == nil && later {
 					p.readPos, p.readResume = t.Pos, t.Resume
 				}
 				if len(p.copies) > 0 {
@@ -507,7 +512,7 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 	if len(p.skip) > 0 {
 		covered = map[cdcsync.TableID]bool{}
 		for id, pos := range p.skip {
-			c, err := pos.Covers(t)
+			c, err := p.opts.Order.Covers(pos, t)
 			if err != nil {
 				return fmt.Errorf("table %s: %w", id, err)
 			}
@@ -717,7 +722,7 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 	for _, id := range ids {
 		at := p.lastCkpt
 		if own, ok := p.resumes[id]; ok {
-			if later, err := own.Includes(at); err == nil && later {
+			if later, err := p.opts.Order.Includes(own, at); err == nil && later {
 				at = own // the table held more than the checkpoint when the session began
 			}
 		}

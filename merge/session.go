@@ -34,6 +34,8 @@ type Source interface {
 	AwaitPrepared(ctx context.Context, xids []string) error
 	// Chunks returns the reader of the initial copies and its release.
 	Chunks() (ChunkSource, func())
+	// Order compares the source's positions.
+	Order() cdcsync.Order
 	// Stream sends whole transactions from spec.Start to out (which it
 	// does not close) until ctx ends or an error occurs.
 	Stream(ctx context.Context, spec StreamSpec, out chan<- *cdcsync.Txn) error
@@ -149,7 +151,7 @@ type SessionOptions struct {
 
 // RunSession runs one session.
 func RunSession(ctx context.Context, src Source, lk Lake, opts SessionOptions) error {
-	s := &session{src: src, lk: lk, opts: opts, log: opts.Log}
+	s := &session{src: src, lk: lk, opts: opts, log: opts.Log, order: src.Order()}
 	return s.run(ctx)
 }
 
@@ -159,6 +161,8 @@ type session struct {
 	opts SessionOptions
 	log  *slog.Logger
 	in   *Inspection
+	// order compares the source's positions.
+	order cdcsync.Order
 
 	ckpt      cdcsync.Checkpoint
 	haveCkpt  bool
@@ -304,7 +308,7 @@ func (s *session) openTables(ctx context.Context) error {
 		// A table that has not changed since its last commit holds what
 		// the checkpoint holds.
 		for id, c := range s.committed {
-			c.Pos = s.ckpt.Effective(id, c)
+			c.Pos = s.ckpt.Effective(id, c, s.order)
 			s.committed[id] = c
 		}
 	}
@@ -492,13 +496,13 @@ func (s *session) start() (cdcsync.Position, error) {
 		if !c.Found || s.clean[id] {
 			continue
 		}
-		if ok, err := c.Pos.Includes(start); err != nil {
+		if ok, err := s.order.Includes(c.Pos, start); err != nil {
 			return start, fmt.Errorf("compare the committed position of %s with the pipeline checkpoint: %w", id, err)
 		} else if ok {
 			continue
 		}
 		var err error
-		if start, err = cdcsync.Earliest(start, c.Pos); err != nil {
+		if start, err = s.order.Earliest(start, c.Pos); err != nil {
 			return start, fmt.Errorf("%s is behind the pipeline checkpoint (%s) at %s and the stream cannot start before both: %w; "+
 				"resync the table (cdcsync resync %s)", id, s.ckpt.Pos, c.Pos, err, id)
 		}
@@ -525,7 +529,7 @@ func (s *session) startOnServer(start *cdcsync.Position) error {
 		if !c.Found || s.clean[id] {
 			continue
 		}
-		if from, err = cdcsync.Earliest(from, c.Pos); err != nil {
+		if from, err = s.order.Earliest(from, c.Pos); err != nil {
 			return err
 		}
 	}
@@ -604,6 +608,7 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	defer release()
 	popts := s.opts.Pipeline
 	popts.Quit = ctx.Done()
+	popts.Order = s.order
 	popts.ForeignKeys = actions
 	popts.Copy.Source = chunks
 	pipe := New(s.lk.Sink(s.tables), ptables, s.next, start, popts, s.log, s.opts.Metrics)

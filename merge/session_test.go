@@ -27,6 +27,7 @@ type fakeSource struct {
 
 func (f *fakeSource) Inspect(context.Context) (*Inspection, error) { in := f.in; return &in, nil }
 func (f *fakeSource) History(context.Context) (History, error)     { return f, nil }
+func (f *fakeSource) Order() cdcsync.Order                         { return order }
 func (f *fakeSource) Missing(pos cdcsync.Position) (string, error) {
 	return f.missing[pos.GTIDSet], nil
 }
@@ -140,7 +141,7 @@ func runSession(t *testing.T, src *fakeSource, lk *fakeLake, recopyLost bool) er
 		}
 	}
 	return RunSession(context.Background(), src, lk, SessionOptions{
-		Pipeline:   Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30},
+		Pipeline:   Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30},
 		RecopyLost: recopyLost, Log: quiet(),
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
@@ -135,7 +136,7 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 	for _, t := range tables {
 		if !t.Stopped {
 			c := t.Committed
-			c.Pos = ckpt.Effective(t.ID, c)
+			c.Pos = ckpt.Effective(t.ID, c, binlogpos.Order{})
 			committed[t.ID] = c
 		}
 	}

@@ -85,9 +85,9 @@ func (r *reader) covered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	return t != nil && (covers(t.schemaPos, probe) || covers(t.committed, probe))
 }
 
-func (r *reader) ddlPolicies() *config.Config {
-	if r.cfg.Config != nil {
-		return r.cfg.Config
+func (r *reader) ddlPolicies() DDLPolicies {
+	if r.cfg.DDL != nil {
+		return r.cfg.DDL
 	}
 	return &config.Config{}
 }
@@ -279,7 +279,7 @@ func (r *reader) droppedKeep(probe *cdcsync.Txn, id cdcsync.TableID, why string,
 		if r.covered(id, probe) {
 			return nil
 		}
-		keep = keep || r.ddlPolicies().DDL.DropTable != config.DDLDrop
+		keep = keep || r.ddlPolicies().DropTablePolicy() != config.DDLDrop
 		r.untrack(id, keep)
 		return []cdcsync.SchemaChange{{Table: id, Kind: cdcsync.ChangeDrop, Reason: why + " in MySQL", Keep: keep}}
 	}
@@ -529,7 +529,7 @@ func (r *reader) rename(probe *cdcsync.Txn, pairs [][2]cdcsync.TableID, q string
 			i--
 			progressed = true
 			t := r.tables[mv.from]
-			if r.selects(mv.to) && r.ddlPolicies().DDL.RenameTable != config.DDLKeep {
+			if r.selects(mv.to) && r.ddlPolicies().RenameTablePolicy() != config.DDLKeep {
 				if swapped[mv.to] {
 					// The name is taken by the table the shadow became.
 					out = append(out, r.dropped(probe, mv.from, "RENAME TABLE")...)

@@ -18,7 +18,9 @@ import (
 // (merge.Source). Inspect learns the server's flavor and identity, which
 // the other methods use: call it first.
 type Source struct {
-	cfg     *config.Config
+	cfg     *config.Source
+	ddl     DDLPolicies
+	workers int // connections of the initial copy
 	values  *ValuePolicy
 	log     *slog.Logger
 	flavor  string
@@ -26,14 +28,16 @@ type Source struct {
 	uuid    string
 }
 
-// NewSource returns the source cfg.Source describes; values applies the
-// types: policies on both the binlog and the copy path.
-func NewSource(cfg *config.Config, values *ValuePolicy, log *slog.Logger) *Source {
-	return &Source{cfg: cfg, values: values, log: log}
+// NewSource returns the source cfg describes. ddl supplies the ddl:
+// policies, workers is the number of connections of the initial copy
+// (snapshot.workers), values applies the types: policies on both the
+// binlog and the copy path.
+func NewSource(cfg *config.Source, ddl DDLPolicies, workers int, values *ValuePolicy, log *slog.Logger) *Source {
+	return &Source{cfg: cfg, ddl: ddl, workers: workers, values: values, log: log}
 }
 
 func (s *Source) addr() string {
-	return net.JoinHostPort(s.cfg.Source.Host, strconv.Itoa(s.cfg.Source.Port))
+	return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
 }
 
 // Inspect runs the preflight checks and reads the selected tables, the
@@ -41,7 +45,7 @@ func (s *Source) addr() string {
 // transactions prepared then, and the foreign keys whose actions the
 // binlog lacks. Warnings are logged.
 func (s *Source) Inspect(ctx context.Context) (*merge.Inspection, error) {
-	conn, err := Connect(ctx, &s.cfg.Source)
+	conn, err := Connect(ctx, s.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
@@ -57,7 +61,7 @@ func (s *Source) Inspect(ctx context.Context) (*merge.Inspection, error) {
 	// XA transactions prepared before the horizon: a copy starting there
 	// must wait for them to end (AwaitPreparedXA).
 	in.PreparedXA, in.PreparedXAErr = PreparedXA(ctx, conn)
-	findings, schemas, err := Preflight(ctx, conn, &s.cfg.Source)
+	findings, schemas, err := Preflight(ctx, conn, s.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
@@ -103,7 +107,7 @@ func (s *Source) Inspect(ctx context.Context) (*merge.Inspection, error) {
 
 // History reads what the server can still stream (Binlog).
 func (s *Source) History(ctx context.Context) (merge.History, error) {
-	conn, err := Connect(ctx, &s.cfg.Source)
+	conn, err := Connect(ctx, s.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
@@ -118,7 +122,7 @@ func (s *Source) History(ctx context.Context) (merge.History, error) {
 // AwaitPrepared waits, on a connection of its own, for the XA transactions
 // xids to end.
 func (s *Source) AwaitPrepared(ctx context.Context, xids []string) error {
-	conn, err := Connect(ctx, &s.cfg.Source)
+	conn, err := Connect(ctx, s.cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
@@ -131,7 +135,7 @@ func (s *Source) AwaitPrepared(ctx context.Context, xids []string) error {
 
 // Chunks returns a reader of table chunks for the initial copies.
 func (s *Source) Chunks() (merge.ChunkSource, func()) {
-	r := NewChunkReader(&s.cfg.Source, s.flavor, s.uuid, s.values, s.cfg.Snapshot.Workers)
+	r := NewChunkReader(s.cfg, s.flavor, s.uuid, s.values, s.workers)
 	return r, r.Close
 }
 
@@ -143,8 +147,8 @@ func (s *Source) Stream(ctx context.Context, spec merge.StreamSpec, out chan<- *
 	if s.flavor == "" {
 		return errors.New("capture.Source.Stream called before Inspect")
 	}
-	return Stream(ctx, StreamConfig{Source: &s.cfg.Source, Flavor: s.flavor, ServerUUID: s.uuid,
+	return Stream(ctx, StreamConfig{Source: s.cfg, Flavor: s.flavor, ServerUUID: s.uuid,
 		Start: spec.Start, Schemas: spec.Schemas, Committed: spec.Committed, SchemaPos: spec.SchemaPos, Shadows: spec.Shadows,
 		Stopped: spec.Stopped, Horizon: spec.Horizon, SettledXA: spec.SettledXA, ForeignKeys: spec.Keys != nil, Keys: spec.Keys,
-		Config: s.cfg, Values: s.values, Log: s.log}, out)
+		DDL: s.ddl, Values: s.values, Log: s.log}, out)
 }

@@ -55,12 +55,23 @@ type StreamConfig struct {
 	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
 	// no PREPARE, since the copies read their rows.
 	SettledXA []string
-	// Config supplies the ddl policies; nil means the defaults.
-	Config *config.Config
+	// DDL supplies the ddl: policies (a *config.Config); nil means the
+	// defaults.
+	DDL DDLPolicies
 	// Values applies the types: policies to values Iceberg cannot hold;
 	// nil means the defaults (an error).
 	Values *ValuePolicy
 	Log    *slog.Logger
+}
+
+// DDLPolicies are the ddl: settings the stream applies to schema changes.
+type DDLPolicies interface {
+	// IncompatiblePolicy is config.DDLStop or config.DDLRecopy for a change
+	// of db.table that Iceberg cannot express.
+	IncompatiblePolicy(db, table string) string
+	// DropTablePolicy is ddl.drop_table, RenameTablePolicy ddl.rename_table.
+	DropTablePolicy() string
+	RenameTablePolicy() string
 }
 
 func (c *StreamConfig) logf(msg string, args ...any) {

@@ -170,7 +170,7 @@ func (d *daemon) session(ctx context.Context) error {
 		return err
 	}
 	defer lk.Close()
-	src := capture.NewSource(cfg, d.values, log)
+	src := capture.NewSource(&cfg.Source, cfg, cfg.Snapshot.Workers, d.values, log)
 	return merge.RunSession(ctx, src, lk.ForSession(d.m, d.fault), merge.SessionOptions{
 		Pipeline: merge.Options{
 			Interval:          cfg.Epoch.Interval.Duration,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
@@ -68,7 +69,7 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 	ins := func(s *cdcsync.TableSchema, id int64, v any) cdcsync.Change {
 		return cdcsync.Change{Table: s.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{id, v}}
 	}
-	p := merge.New(sink, specs, 1, at(0), merge.Options{Interval: time.Hour, MaxRows: 4, MaxBytes: 1 << 30,
+	p := merge.New(sink, specs, 1, at(0), merge.Options{Order: binlogpos.Order{}, Interval: time.Hour, MaxRows: 4, MaxBytes: 1 << 30,
 		CommitConcurrency: 2, RetryBackoff: time.Millisecond}, log, nil)
 	ch := make(chan *cdcsync.Txn, 4)
 	ch <- txn(1, ins(good, 1, "a"), ins(bad, 1, "a"))

@@ -50,6 +50,8 @@ func tidbAmbiguous(q string, toks []token) string {
 		switch {
 		case isKw(t, "NATIONAL"), isKw(t, "NCHAR"), isKw(t, "NVARCHAR"):
 			return "NATIONAL character types (utf8mb3), which the AST does not mark"
+		case t.kind == tkWord && strings.HasPrefix(strings.ToLower(t.text), "utf8mb3"):
+			return "utf8mb3, which the TiDB parser renames utf8"
 		case isKw(t, "SERIAL"):
 			return "SERIAL, which the AST expands"
 		case isKw(t, "BINARY") && i > 0 && (isKw(toks[i-1], "SET") || isKw(toks[i-1], "CHARSET") ||

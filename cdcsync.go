@@ -6,6 +6,7 @@ package cdcsync
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -80,6 +81,22 @@ func (s *TableSchema) ColumnIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// Same reports whether two schemas have the same columns (name, type,
+// nullability, precision) and primary key.
+func (s *TableSchema) Same(o *TableSchema) bool {
+	if len(s.Columns) != len(o.Columns) || !slices.Equal(s.PrimaryKey, o.PrimaryKey) {
+		return false
+	}
+	for i := range s.Columns {
+		x, y := s.Columns[i], o.Columns[i]
+		if x.Name != y.Name || x.Kind != y.Kind || !strings.EqualFold(x.ColumnType, y.ColumnType) ||
+			!strings.EqualFold(x.DataType, y.DataType) || x.Nullable != y.Nullable || x.Precision != y.Precision || x.Scale != y.Scale {
+			return false
+		}
+	}
+	return true
 }
 
 // KeyText names a row by its primary key, for messages: "id=5, region=eu",
@@ -201,4 +218,18 @@ type CopyState struct {
 	// Done is set on the commit that completes the copy; later commits carry
 	// no copy state.
 	Done bool
+}
+
+// Delta is one table's share of an epoch.
+type Delta struct {
+	Epoch int64
+	Pos   Position // the position the table is at once committed
+	// Deletes are equality deletes on the primary key (each row carries the
+	// key and the partition source columns of the image it deletes).
+	Deletes []Row
+	Rows    []Row // rows to insert
+	// Copy is the table's initial-copy progress while the copy runs (and on
+	// the commit that completes it, with Done set); nil otherwise. It must be
+	// committed with the rows.
+	Copy *CopyState
 }

@@ -37,3 +37,9 @@ func (a FKAction) String() string {
 	}
 	return "NO ACTION"
 }
+
+// TableKeys are a table's foreign keys as of a position.
+type TableKeys struct {
+	Keys []ForeignKey
+	Pos  Position
+}

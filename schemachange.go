@@ -111,3 +111,10 @@ func (c *SchemaChange) NeedsRewrite() bool {
 	}
 	return false
 }
+
+// ShadowAt is a shadow table remembered with its base table in Iceberg.
+type ShadowAt struct {
+	Base   TableID
+	Shadow Shadow
+	Pos    Position
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 )
 
 // Binlog is what a server can still stream: where its oldest binlog
@@ -88,7 +89,7 @@ func (b *Binlog) Missing(pos cdcsync.Position) (string, error) {
 	if pos.UsesGTID() {
 		if b.Purged != "" {
 			purged := cdcsync.Position{Flavor: b.Flavor, GTIDSet: b.Purged}
-			ok, err := pos.Includes(purged)
+			ok, err := binlogpos.Order{}.Includes(pos, purged)
 			if err != nil {
 				return "", err
 			}
@@ -97,7 +98,7 @@ func (b *Binlog) Missing(pos cdcsync.Position) (string, error) {
 			}
 		}
 		exec := cdcsync.Position{Flavor: b.Flavor, GTIDSet: b.Executed}
-		ok, err := exec.Includes(pos)
+		ok, err := binlogpos.Order{}.Includes(exec, pos)
 		if err != nil {
 			return "", err
 		}

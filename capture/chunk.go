@@ -46,10 +46,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -592,7 +594,7 @@ func chunkRange(after, hi chunkBound) string {
 
 // Estimate returns the server's estimate of the table's row count
 // (information_schema.TABLES.TABLE_ROWS), for progress reporting.
-func (r *ChunkReader) Estimate(ctx context.Context, ts *cdcsync.TableSchema) (int64, error) {
+func (r *ChunkReader) estimate(ctx context.Context, ts *cdcsync.TableSchema) (int64, error) {
 	conn, err := r.acquire(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("estimate the rows of %s: %w", ts.ID, err)
@@ -626,7 +628,7 @@ func (r *ChunkReader) Estimate(ctx context.Context, ts *cdcsync.TableSchema) (in
 // after `after` in primary-key order. When at most rows rows follow (or the
 // table is not Chunkable), last is true and hi is "": the chunk runs to the
 // end of the table.
-func (r *ChunkReader) NextBound(ctx context.Context, ts *cdcsync.TableSchema, after string, rows int) (hi string, last bool, err error) {
+func (r *ChunkReader) nextBound(ctx context.Context, ts *cdcsync.TableSchema, after string, rows int) (hi string, last bool, err error) {
 	if ok, _ := Chunkable(ts); !ok {
 		if after != "" {
 			_, err := decodeChunkBound(ts, after)
@@ -693,7 +695,7 @@ func (r *ChunkReader) NextBound(ctx context.Context, ts *cdcsync.TableSchema, af
 // MySQL does not report it, so there the position is read after the SELECT:
 // every transaction the chunk holds is before it, but one that committed
 // while the chunk was read may be before it too and missing from the chunk.
-func (r *ChunkReader) ReadChunk(ctx context.Context, ts *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error) {
+func (r *ChunkReader) readBetween(ctx context.Context, ts *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error) {
 	var none cdcsync.Position
 	a, err := decodeChunkBound(ts, after)
 	if err != nil {
@@ -815,4 +817,47 @@ func chunkWithCtxValue[T any](ctx context.Context, conn *client.Conn, fn func() 
 		return zero, fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	return v, err
+}
+
+// Estimate is the approximate row count of a table, for progress reports
+// (merge.ChunkSource).
+func (r *ChunkReader) Estimate(ctx context.Context, ts *cdcsync.TableSchema) (int64, error) {
+	n, err := r.estimate(ctx, ts)
+	return n, disconnected(err)
+}
+
+// NextBound returns the bound closing the chunk of about rows rows after
+// after ("" = the table's start); last when it runs to the end
+// (merge.ChunkSource).
+func (r *ChunkReader) NextBound(ctx context.Context, ts *cdcsync.TableSchema, after string, rows int) (hi string, last bool, err error) {
+	hi, last, err = r.nextBound(ctx, ts, after, rows)
+	return hi, last, disconnected(err)
+}
+
+// ReadChunk reads the rows after < key <= hi (no upper bound when last) in
+// one consistent snapshot and returns them with its position
+// (merge.ChunkSource).
+func (r *ChunkReader) ReadChunk(ctx context.Context, ts *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error) {
+	rows, pos, err := r.readBetween(ctx, ts, after, hi, last)
+	return rows, pos, disconnected(err)
+}
+
+// disconnected wraps a connection failure in ErrDisconnected, so the daemon
+// restarts the session; SQL errors and values a policy refuses stay as they
+// are and stop it.
+func disconnected(err error) error {
+	if err == nil || errors.Is(err, ErrDisconnected) {
+		return err
+	}
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "connection") {
+		return fmt.Errorf("%w: %w", ErrDisconnected, err)
+	}
+	return err
 }

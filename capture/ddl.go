@@ -587,19 +587,7 @@ func schemaFromCreate(id cdcsync.TableID, def *createDef, dbCharset string) (*cd
 
 // sameSchema reports whether two schemas have the same columns (name, kind,
 // type, nullability) and primary key.
-func sameSchema(a, b *cdcsync.TableSchema) bool {
-	if len(a.Columns) != len(b.Columns) || !slices.Equal(a.PrimaryKey, b.PrimaryKey) {
-		return false
-	}
-	for i := range a.Columns {
-		x, y := a.Columns[i], b.Columns[i]
-		if x.Name != y.Name || x.Kind != y.Kind || !strings.EqualFold(x.ColumnType, y.ColumnType) ||
-			!strings.EqualFold(x.DataType, y.DataType) || x.Nullable != y.Nullable || x.Precision != y.Precision || x.Scale != y.Scale {
-			return false
-		}
-	}
-	return true
-}
+func sameSchema(a, b *cdcsync.TableSchema) bool { return a.Same(b) }
 
 func identitySources(s *cdcsync.TableSchema) []cdcsync.ColumnSource {
 	out := make([]cdcsync.ColumnSource, len(s.Columns))

@@ -256,7 +256,7 @@ func ddlReader(t *testing.T, cfgYAML string) *reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &reader{cfg: StreamConfig{Source: &cfg.Source, Config: cfg, Flavor: cdcsync.FlavorMariaDB,
+	r := &reader{cfg: StreamConfig{Source: &cfg.Source, DDL: cfg, Flavor: cdcsync.FlavorMariaDB,
 		Start:   cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-1"},
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{{Database: "db", Table: "t"}: ddlBase(t)}}}
 	r.initTracking()

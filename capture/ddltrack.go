@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -31,13 +32,6 @@ type shadowState struct {
 	base cdcsync.TableID
 	sh   cdcsync.Shadow // Schema nil: unknown
 	pos  cdcsync.Position
-}
-
-// ShadowAt is a shadow table remembered with its base table in Iceberg.
-type ShadowAt struct {
-	Base   cdcsync.TableID
-	Shadow cdcsync.Shadow
-	Pos    cdcsync.Position
 }
 
 func (r *reader) initTracking() {
@@ -80,7 +74,7 @@ func covers(pos cdcsync.Position, probe *cdcsync.Txn) bool {
 	if pos.IsZero() {
 		return false
 	}
-	ok, err := pos.Covers(probe)
+	ok, err := binlogpos.Order{}.Covers(pos, probe)
 	return err == nil && ok
 }
 
@@ -91,9 +85,9 @@ func (r *reader) covered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	return t != nil && (covers(t.schemaPos, probe) || covers(t.committed, probe))
 }
 
-func (r *reader) ddlPolicies() *config.Config {
-	if r.cfg.Config != nil {
-		return r.cfg.Config
+func (r *reader) ddlPolicies() DDLPolicies {
+	if r.cfg.DDL != nil {
+		return r.cfg.DDL
 	}
 	return &config.Config{}
 }
@@ -285,7 +279,7 @@ func (r *reader) droppedKeep(probe *cdcsync.Txn, id cdcsync.TableID, why string,
 		if r.covered(id, probe) {
 			return nil
 		}
-		keep = keep || r.ddlPolicies().DDL.DropTable != config.DDLDrop
+		keep = keep || r.ddlPolicies().DropTablePolicy() != config.DDLDrop
 		r.untrack(id, keep)
 		return []cdcsync.SchemaChange{{Table: id, Kind: cdcsync.ChangeDrop, Reason: why + " in MySQL", Keep: keep}}
 	}
@@ -535,7 +529,7 @@ func (r *reader) rename(probe *cdcsync.Txn, pairs [][2]cdcsync.TableID, q string
 			i--
 			progressed = true
 			t := r.tables[mv.from]
-			if r.selects(mv.to) && r.ddlPolicies().DDL.RenameTable != config.DDLKeep {
+			if r.selects(mv.to) && r.ddlPolicies().RenameTablePolicy() != config.DDLKeep {
 				if swapped[mv.to] {
 					// The name is taken by the table the shadow became.
 					out = append(out, r.dropped(probe, mv.from, "RENAME TABLE")...)
@@ -851,7 +845,3 @@ func SameSchemas(ctx context.Context, src *config.Source, ids []cdcsync.TableID,
 	}
 	return nil
 }
-
-// SameSchema reports whether two schemas have the same columns (name, type,
-// nullability) and primary key.
-func SameSchema(a, b *cdcsync.TableSchema) bool { return sameSchema(a, b) }

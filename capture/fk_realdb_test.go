@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 )
 
@@ -142,9 +143,9 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	read := func(keys TableKeys, stopAtEnd bool) ([]cdcsync.SchemaChange, error) {
+	read := func(keys cdcsync.TableKeys, stopAtEnd bool) ([]cdcsync.SchemaChange, error) {
 		cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start, Horizon: start, ForeignKeys: true,
-			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{c: schema}, Keys: map[cdcsync.TableID]TableKeys{c: keys}}
+			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{c: schema}, Keys: map[cdcsync.TableID]cdcsync.TableKeys{c: keys}}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		out := make(chan *cdcsync.Txn, 64)
@@ -157,14 +158,14 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 					changes = append(changes, ch)
 				}
 			}
-			if ok, _ := txn.Pos.Includes(end); ok && stopAtEnd {
+			if ok, _ := (binlogpos.Order{}).Includes(txn.Pos, end); ok && stopAtEnd {
 				cancel()
 			}
 		}
 		return changes, <-done
 	}
 
-	changes, err := read(TableKeys{Keys: initial, Pos: start}, false)
+	changes, err := read(cdcsync.TableKeys{Keys: initial, Pos: start}, false)
 	if !errors.Is(err, ErrForeignKeys) || !strings.Contains(err.Error(), "RENAME COLUMN") {
 		t.Fatalf("Stream returned %v, want ErrForeignKeys at the column rename", err)
 	}
@@ -181,7 +182,7 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 	}
 
 	// Keys recorded at the end: every statement before is in them.
-	changes, err = read(TableKeys{Keys: server[len(server)-1], Pos: end}, true)
+	changes, err = read(cdcsync.TableKeys{Keys: server[len(server)-1], Pos: end}, true)
 	if !errors.Is(err, context.Canceled) && err != nil {
 		t.Fatalf("Stream with keys as of its end: %v", err)
 	}

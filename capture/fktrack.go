@@ -25,12 +25,6 @@ import (
 // the session after it (ErrForeignKeys), so that the next one reads them
 // from MySQL.
 
-// TableKeys are a table's foreign keys as of a position.
-type TableKeys struct {
-	Keys []cdcsync.ForeignKey
-	Pos  cdcsync.Position
-}
-
 // ErrForeignKeys means a statement changed the foreign keys of a mirrored
 // table in a way the stream cannot follow: the session ends after it, and
 // the next one reads them again.
@@ -40,9 +34,9 @@ var ErrForeignKeys = errors.New("the foreign keys of a mirrored table changed")
 var fkMention = regexp.MustCompile(`(?i)\bFOREIGN\s+KEY\b|\bREFERENCES\b|\bCONSTRAINT\b`)
 
 func (r *reader) initKeys() {
-	r.keys = map[cdcsync.TableID]*TableKeys{}
+	r.keys = map[cdcsync.TableID]*cdcsync.TableKeys{}
 	for id, k := range r.cfg.Keys {
-		r.keys[id] = &TableKeys{Keys: slices.Clone(k.Keys), Pos: k.Pos}
+		r.keys[id] = &cdcsync.TableKeys{Keys: slices.Clone(k.Keys), Pos: k.Pos}
 	}
 }
 
@@ -172,7 +166,7 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlStmt) []cdcsync.
 	if !changed {
 		return nil
 	}
-	r.keys[id] = &TableKeys{Keys: keys, Pos: probe.Pos}
+	r.keys[id] = &cdcsync.TableKeys{Keys: keys, Pos: probe.Pos}
 	return []cdcsync.SchemaChange{{Table: id, Kind: cdcsync.ChangeForeignKeys, ForeignKeys: slices.Clone(keys)}}
 }
 

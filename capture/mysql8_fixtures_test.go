@@ -189,7 +189,9 @@ func (c *fxCase) run(t *testing.T) {
 		Schemas:   map[cdcsync.TableID]*cdcsync.TableSchema{},
 		SchemaPos: map[cdcsync.TableID]cdcsync.Position{},
 		Source:    &config.Source{Include: c.include},
-		Config:    c.config,
+	}
+	if c.config != nil {
+		cfg.DDL = c.config
 	}
 	for i := range c.tables {
 		tb := &c.tables[i]

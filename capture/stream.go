@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -35,7 +36,7 @@ type StreamConfig struct {
 	SchemaPos map[cdcsync.TableID]cdcsync.Position
 	// Shadows are the shadow tables of online schema change tools that
 	// cdcsync remembers with their base tables.
-	Shadows []ShadowAt
+	Shadows []cdcsync.ShadowAt
 	// Stopped tables are no longer mirrored: their events are passed over,
 	// and a CREATE TABLE of their name does not restart the stream.
 	Stopped map[cdcsync.TableID]bool
@@ -49,17 +50,28 @@ type StreamConfig struct {
 	ForeignKeys bool
 	// Keys are each mirrored table's foreign keys and the position they
 	// are as of; a table missing here has unknown keys.
-	Keys map[cdcsync.TableID]TableKeys
+	Keys map[cdcsync.TableID]cdcsync.TableKeys
 	// SettledXA are XA transactions prepared before Start that the copies
 	// starting there waited for (AwaitPreparedXA): their XA COMMIT needs
 	// no PREPARE, since the copies read their rows.
 	SettledXA []string
-	// Config supplies the ddl policies; nil means the defaults.
-	Config *config.Config
+	// DDL supplies the ddl: policies (a *config.Config); nil means the
+	// defaults.
+	DDL DDLPolicies
 	// Values applies the types: policies to values Iceberg cannot hold;
 	// nil means the defaults (an error).
 	Values *ValuePolicy
 	Log    *slog.Logger
+}
+
+// DDLPolicies are the ddl: settings the stream applies to schema changes.
+type DDLPolicies interface {
+	// IncompatiblePolicy is config.DDLStop or config.DDLRecopy for a change
+	// of db.table that Iceberg cannot express.
+	IncompatiblePolicy(db, table string) string
+	// DropTablePolicy is ddl.drop_table, RenameTablePolicy ddl.rename_table.
+	DropTablePolicy() string
+	RenameTablePolicy() string
 }
 
 func (c *StreamConfig) logf(msg string, args ...any) {
@@ -71,10 +83,6 @@ func (c *StreamConfig) logf(msg string, args ...any) {
 // ErrDisconnected wraps failures to reach or read from the server; the
 // caller may restart from its committed position.
 var ErrDisconnected = errors.New("lost the connection to the source")
-
-// ErrPositionLost means the server no longer has the binlog the stream
-// must start from (purged): no reconnect cures it.
-var ErrPositionLost = errors.New("the binlog position cdcsync needs is no longer on the server")
 
 // ErrNewTable means a table matching the include patterns was created; the
 // caller restarts the pipeline so the table is copied and streamed.
@@ -127,7 +135,7 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		if positionLost(lost.err) {
 			return fmt.Errorf("%w: %s:%d does not have %s any more (%v): the changes since were purged before cdcsync read them; "+
 				"copy the tables again (cdcsync resync --config FILE --offline DB.TABLE for each table; cdcsync tables lists them), then start cdcsync: it copies them from the server's current position",
-				ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
+				cdcsync.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
 		}
 		streamed = streamed || read
 		if progressed {
@@ -323,9 +331,9 @@ type reader struct {
 	tables  map[cdcsync.TableID]*tracked
 	shadows map[cdcsync.TableID]*shadowState
 	stopped map[cdcsync.TableID]bool
-	keys    map[cdcsync.TableID]*TableKeys // fktrack.go
-	restart error                          // returned once the open transaction is sent
-	marked  cdcsync.Position               // the last progress marker's position
+	keys    map[cdcsync.TableID]*cdcsync.TableKeys // fktrack.go
+	restart error                                  // returned once the open transaction is sent
+	marked  cdcsync.Position                       // the last progress marker's position
 
 	// XA transactions (xa.go).
 	xa       *xaTxn   // the XA transaction being read up to its PREPARE
@@ -402,7 +410,7 @@ func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
 	if set == "" {
 		return nil
 	}
-	covered, err := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}.Covers(&cdcsync.Txn{GTID: gtid})
+	covered, err := binlogpos.Order{}.Covers(cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}, &cdcsync.Txn{GTID: gtid})
 	if err != nil || !covered {
 		return err
 	}
@@ -413,7 +421,7 @@ func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
 
 func advanceGTIDs(flavor, set, gtid string) (string, error) {
 	if flavor == cdcsync.FlavorMariaDB {
-		return cdcsync.AdvanceMariaDBGTIDSet(set, gtid)
+		return binlogpos.AdvanceMariaDBGTIDSet(set, gtid)
 	}
 	s, err := mysql.ParseMysqlGTIDSet(set)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -226,7 +227,7 @@ func streamReconnects(t *testing.T, host string, port int, mode string) {
 // after says whether txn comes after the position last of the same stream,
 // which does not hold it yet.
 func after(txn *cdcsync.Txn, last cdcsync.Position) bool {
-	covered, err := last.Covers(txn)
+	covered, err := (binlogpos.Order{}).Covers(last, txn)
 	return err == nil && !covered
 }
 
@@ -265,7 +266,7 @@ func (s *syncBuffer) String() string {
 }
 
 // TestStreamPositionLost: a start position whose binlog the server purged
-// ends the stream at once with ErrPositionLost and the recovery, in GTID
+// ends the stream at once with cdcsync.ErrPositionLost and the recovery, in GTID
 // and file/offset mode (issue 14: ERROR 1236 was retried for ever as a lost
 // connection).
 func TestStreamPositionLost(t *testing.T) {
@@ -314,8 +315,8 @@ func TestStreamPositionLost(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := Stream(ctx, cfg, make(chan *cdcsync.Txn, 16))
 		cancel()
-		if !errors.Is(err, ErrPositionLost) || errors.Is(err, ErrDisconnected) {
-			t.Errorf("from %s: Stream returned %v, want ErrPositionLost (and not a lost connection)", start, err)
+		if !errors.Is(err, cdcsync.ErrPositionLost) || errors.Is(err, ErrDisconnected) {
+			t.Errorf("from %s: Stream returned %v, want cdcsync.ErrPositionLost (and not a lost connection)", start, err)
 			continue
 		}
 		for _, want := range []string{"1236", "cdcsync resync"} {

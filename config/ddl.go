@@ -90,6 +90,12 @@ func (c *Config) IncompatiblePolicy(db, table string) string {
 	return c.DDL.Incompatible
 }
 
+// DropTablePolicy is ddl.drop_table: DDLKeep or DDLDrop.
+func (c *Config) DropTablePolicy() string { return c.DDL.DropTable }
+
+// RenameTablePolicy is ddl.rename_table: DDLFollow or DDLKeep.
+func (c *Config) RenameTablePolicy() string { return c.DDL.RenameTable }
+
 // shadowSuffixes are the table name suffixes of the shadow tables of gh-ost
 // (_t_gho: the new table, _t_ghc: its changelog, _t_del: the old table after
 // the swap) and pt-online-schema-change (_t_new, _t_old).

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 	"github.com/cdcsync/cdcsync/lake"
@@ -445,7 +446,7 @@ func coversAll(t *testing.T, pos cdcsync.Position, target string) bool {
 		if g == "" {
 			continue
 		}
-		ok, err := pos.Covers(&cdcsync.Txn{GTID: g})
+		ok, err := (binlogpos.Order{}).Covers(pos, &cdcsync.Txn{GTID: g})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/integration/testenv"
 	"github.com/cdcsync/cdcsync/lake"
 )
@@ -143,7 +144,7 @@ func (w *kvWorkload) at(pos cdcsync.Position) map[int32]kvRow {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, tx := range w.hist {
-		ok, err := pos.Covers(&cdcsync.Txn{GTID: tx.gtid})
+		ok, err := (binlogpos.Order{}).Covers(pos, &cdcsync.Txn{GTID: tx.gtid})
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -280,7 +281,7 @@ func (f *freshness) watch(t *testing.T, e *env, w *kvWorkload, stop <-chan struc
 		now := time.Now()
 		w.mu.Lock()
 		for next < len(w.hist) {
-			c, err := ck.Pos.Covers(&cdcsync.Txn{GTID: w.hist[next].gtid})
+			c, err := (binlogpos.Order{}).Covers(ck.Pos, &cdcsync.Txn{GTID: w.hist[next].gtid})
 			if err != nil || !c {
 				break
 			}

@@ -15,23 +15,14 @@ import (
 	"github.com/cdcsync/cdcsync"
 )
 
-// Committed is what a table's snapshot summaries say cdcsync last committed.
-type Committed struct {
-	Epoch int64
-	Pos   cdcsync.Position
-	Found bool // false when the pipeline never committed to the table
-	// Copy is the progress of the table's initial copy, when one runs.
-	Copy *cdcsync.CopyState
-}
-
 // Committed walks the table's snapshot lineage from the current snapshot and
 // returns the newest commit of this pipeline. Snapshots of other writers
 // (maintenance jobs) are passed over.
-func (t *Table) Committed() (Committed, error) {
+func (t *Table) Committed() (cdcsync.Committed, error) {
 	return committedIn(t.current(), t.pipeline)
 }
 
-func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
+func committedIn(tbl *table.Table, pipeline string) (cdcsync.Committed, error) {
 	meta := tbl.Metadata()
 	// A recopy commits to CopyBranch until it is done: its lineage holds
 	// the table's progress.
@@ -39,7 +30,7 @@ func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == pipeline {
 			c, err := parseCommitted(s.Summary.Properties)
 			if err != nil {
-				return Committed{}, fmt.Errorf("snapshot %d of %s: %w", s.SnapshotID, strings.Join(tbl.Identifier(), "."), err)
+				return cdcsync.Committed{}, fmt.Errorf("snapshot %d of %s: %w", s.SnapshotID, strings.Join(tbl.Identifier(), "."), err)
 			}
 			return c, nil
 		}
@@ -55,33 +46,33 @@ func committedIn(tbl *table.Table, pipeline string) (Committed, error) {
 	if v, ok := meta.Properties()[PropCommitted+pipeline]; ok {
 		var props map[string]string
 		if err := json.Unmarshal([]byte(v), &props); err != nil {
-			return Committed{}, fmt.Errorf("table %s: property %s%s is malformed: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
+			return cdcsync.Committed{}, fmt.Errorf("table %s: property %s%s is malformed: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
 		}
 		c, err := parseCommitted(props)
 		if err != nil {
-			return Committed{}, fmt.Errorf("table %s: property %s%s: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
+			return cdcsync.Committed{}, fmt.Errorf("table %s: property %s%s: %w", strings.Join(tbl.Identifier(), "."), PropCommitted, pipeline, err)
 		}
 		return c, nil
 	}
-	return Committed{}, nil
+	return cdcsync.Committed{}, nil
 }
 
 // parseCommitted reads an epoch commit's summary (or its copy in
 // PropCommitted).
-func parseCommitted(props map[string]string) (Committed, error) {
+func parseCommitted(props map[string]string) (cdcsync.Committed, error) {
 	epoch, err := strconv.ParseInt(props[SummaryEpoch], 10, 64)
 	if err != nil {
-		return Committed{}, fmt.Errorf("malformed %s %q", SummaryEpoch, props[SummaryEpoch])
+		return cdcsync.Committed{}, fmt.Errorf("malformed %s %q", SummaryEpoch, props[SummaryEpoch])
 	}
 	pos, err := cdcsync.DecodePosition(props[SummaryPosition])
 	if err != nil {
-		return Committed{}, err
+		return cdcsync.Committed{}, err
 	}
-	c := Committed{Epoch: epoch, Pos: pos, Found: true}
+	c := cdcsync.Committed{Epoch: epoch, Pos: pos, Found: true}
 	if after, ok := props[SummaryCopyAfter]; ok {
 		rows, err := strconv.ParseInt(props[SummaryCopyRows], 10, 64)
 		if err != nil {
-			return Committed{}, fmt.Errorf("malformed %s %q", SummaryCopyRows, props[SummaryCopyRows])
+			return cdcsync.Committed{}, fmt.Errorf("malformed %s %q", SummaryCopyRows, props[SummaryCopyRows])
 		}
 		c.Copy = &cdcsync.CopyState{After: after, Rows: rows}
 	}
@@ -456,7 +447,7 @@ func (t *Table) reload(ctx context.Context) (*table.Table, error) {
 }
 
 // CommittedBy returns what the named pipeline last committed to tbl.
-func CommittedBy(tbl *table.Table, pipeline string) (Committed, error) {
+func CommittedBy(tbl *table.Table, pipeline string) (cdcsync.Committed, error) {
 	return committedIn(tbl, pipeline)
 }
 

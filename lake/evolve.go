@@ -121,16 +121,6 @@ func kindByName(name string) (cdcsync.Kind, bool) {
 	}
 }
 
-// StopInfo says why and where cdcsync stopped mirroring a table.
-type StopInfo struct {
-	Position  cdcsync.Position `json:"position"`
-	Reason    string           `json:"reason"`
-	Statement string           `json:"statement,omitempty"`
-	Dropped   bool             `json:"dropped,omitempty"`   // the MySQL table was dropped (ddl.drop_table: keep)
-	NoRecopy  bool             `json:"no_recopy,omitempty"` // a new copy would not help
-	Time      time.Time        `json:"time"`
-}
-
 // storedShadow is one entry of PropShadows.
 type storedShadow struct {
 	ID       cdcsync.TableID        `json:"id"`
@@ -146,15 +136,15 @@ type ShadowState struct {
 }
 
 // Stopped returns why cdcsync stopped mirroring the table, if it did.
-func (t *Table) Stopped() (StopInfo, bool) { return StoppedIn(t.current().Properties()) }
+func (t *Table) Stopped() (cdcsync.StopInfo, bool) { return StoppedIn(t.current().Properties()) }
 
 // StoppedIn reads the stop record of a table's properties, if it has one.
-func StoppedIn(props iceberg.Properties) (StopInfo, bool) {
+func StoppedIn(props iceberg.Properties) (cdcsync.StopInfo, bool) {
 	v, ok := props[PropStopped]
 	if !ok {
-		return StopInfo{}, false
+		return cdcsync.StopInfo{}, false
 	}
-	var s StopInfo
+	var s cdcsync.StopInfo
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
 		s.Reason = v
 	}
@@ -272,12 +262,12 @@ func (l *Lake) ApplyChange(ctx context.Context, t *Table, e Epoch, ch *cdcsync.S
 				"iceberg", strings.Join(t.Ident, "."), "position", e.Pos.String())
 			return true, nil
 		}
-		info := StopInfo{Position: e.Pos, Reason: ch.Reason, Statement: abbreviate(ch.Statement, 2000), Time: time.Now().UTC(),
+		info := cdcsync.StopInfo{Position: e.Pos, Reason: ch.Reason, Statement: abbreviate(ch.Statement, 2000), Time: time.Now().UTC(),
 			Dropped: ch.Kind == cdcsync.ChangeDrop, NoRecopy: ch.NoRecopy}
 		b, _ := json.Marshal(info)
 		return false, t.setProps(ctx, e, iceberg.Properties{PropStopped: string(b)}, nil)
 	case cdcsync.ChangeRecopy:
-		info := StopInfo{Position: e.Pos, Reason: ch.Reason, Statement: abbreviate(ch.Statement, 2000), Time: time.Now().UTC()}
+		info := cdcsync.StopInfo{Position: e.Pos, Reason: ch.Reason, Statement: abbreviate(ch.Statement, 2000), Time: time.Now().UTC()}
 		b, _ := json.Marshal(info)
 		return false, t.setProps(ctx, e, iceberg.Properties{PropRecopy: string(b)}, nil)
 	case cdcsync.ChangeShadow:

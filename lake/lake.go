@@ -285,6 +285,10 @@ func (l *Lake) fs(ctx context.Context) (icebergio.WriteFileIO, error) {
 	return wfs, nil
 }
 
+// PipelineDir is where the pipeline keeps its own objects (checkpoints); no
+// table maintenance ever touches it.
+func (l *Lake) PipelineDir() string { return l.pipelineDir() }
+
 func (l *Lake) pipelineDir() string {
 	return l.warehouse + "/_cdcsync/" + l.cfg.Pipeline
 }
@@ -336,7 +340,7 @@ func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table
 // PipelineTable is a table this pipeline has committed to.
 type PipelineTable struct {
 	ID        cdcsync.TableID // the MySQL table
-	Committed Committed
+	Committed cdcsync.Committed
 	Stopped   bool // cdcsync stopped mirroring it (see Table.Stopped)
 }
 

@@ -420,7 +420,7 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 				t.Fatalf("with the sequence number pinned to the read snapshot, key 3 reads %v", vals)
 			}
 			if !pin && n != 2 {
-				t.Fatalf("iceberg-go's default no longer resurrects the row (key 3 reads %v): revisit the note in maintain.go", vals)
+				t.Fatalf("iceberg-go's default no longer resurrects the row (key 3 reads %v): revisit the note in compact.go", vals)
 			}
 		}
 	})
@@ -544,7 +544,7 @@ func TestExpireAndOrphans(t *testing.T) {
 	// must survive all the same.
 	age(t, filesBefore, 2*time.Hour)
 	ckpt := filepath.Join(strings.TrimPrefix(e.lk.PipelineDir(), "file://"), "checkpoint-0.json")
-	if err := e.lk.SaveCheckpoint(ctx, Checkpoint{Epoch: 2, Pos: pos(2)}); err != nil {
+	if err := e.lk.SaveCheckpoint(ctx, cdcsync.Checkpoint{Epoch: 2, Pos: pos(2)}); err != nil {
 		t.Fatal(err)
 	}
 	age(t, map[string]bool{ckpt: true}, 2*time.Hour)

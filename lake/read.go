@@ -29,6 +29,11 @@ func ReadRows(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, li
 	return scanRows(ctx, tbl.Scan(opts...), ts, "scan "+ts.ID.String(), nil)
 }
 
+// ReadRowsAt scans the table as of the given snapshot, applying its deletes.
+func ReadRowsAt(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, snapshotID int64) ([]cdcsync.Row, error) {
+	return scanRows(ctx, tbl.Scan(table.WithSnapshotID(snapshotID)), ts, fmt.Sprintf("scan %s at snapshot %d", ts.ID, snapshotID), nil)
+}
+
 // scanRows reads a scan's rows as canonical rows of ts, those keep accepts
 // (all when keep is nil); what names the scan in errors.
 func scanRows(ctx context.Context, scan *table.Scan, ts *cdcsync.TableSchema, what string, keep func(cdcsync.Row) bool) ([]cdcsync.Row, error) {

@@ -243,6 +243,39 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 	return t, nil
 }
 
+// OpenTable loads an existing Iceberg table for maintenance without its
+// MySQL source: name is the MySQL "db.table" (mapped through the table
+// rules) or the Iceberg "namespace.table".
+func (l *Lake) OpenTable(ctx context.Context, name string) (*Table, error) {
+	db, tbl, ok := strings.Cut(name, ".")
+	if !ok || db == "" || tbl == "" {
+		return nil, fmt.Errorf("name a table as DB.TABLE, got %q", name)
+	}
+	ctx = l.Scope(ctx)
+	ident := l.Identifier(db, tbl)
+	it, err := l.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		ident = table.Identifier{db, tbl}
+		it, err = l.cat.LoadTable(ctx, ident)
+	}
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", name, l.cfg.Catalog.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	ts, err := SchemaFromIceberg(it)
+	if err != nil {
+		return nil, err
+	}
+	if src := it.Properties()["cdcsync.source"]; src != "" {
+		if d, n, ok := strings.Cut(src, "."); ok {
+			ts.ID = cdcsync.TableID{Database: d, Table: n}
+		}
+	}
+	return l.newTable(ts, ident, it)
+}
+
 func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcsync.TableSchema, sc *iceberg.Schema) (*table.Table, error) {
 	ns := table.Identifier{ident[0]}
 	if err := l.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
@@ -374,7 +407,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 // included. The files also carry the partition source columns of the
 // before images (extra columns of an equality delete file are allowed and
 // not compared), from which compaction learns the partitions a global
-// delete needs rewritten before it can be dropped (maintain.go).
+// delete needs rewritten before it can be dropped (compact.go).
 //
 // The table keeps its partitioned spec as the default; the unpartitioned
 // spec is added next to it (ensureGlobalDeleteSpec), as Iceberg Java's

@@ -458,7 +458,7 @@ func (p *Pipeline) partialCascade(child cdcsync.TableID, pos cdcsync.Position) {
 	if ct := p.copies[child]; ct != nil {
 		ct.cascaded = pos
 		for n, r := range ct.pending {
-			if !includes(r.pos, pos) {
+			if !p.includes(r.pos, pos) {
 				delete(ct.pending, n)
 				delete(ct.windows, r.w)
 				r.reply <- again

@@ -31,7 +31,7 @@ func newTablesModel(schemas ...*cdcsync.TableSchema) *tablesModel {
 	return m
 }
 
-func (m *tablesModel) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (m *tablesModel) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range d.Deletes {
@@ -122,7 +122,7 @@ func TestForeignKeyCascades(t *testing.T) {
 		t.Run(fmt.Sprintf("epochs of %d rows", maxRows), func(t *testing.T) {
 			sink := newTablesModel(fkOrders, fkItems, fkNotes, fkStaff)
 			tables := []Table{{Schema: fkOrders}, {Schema: fkItems}, {Schema: fkNotes}, {Schema: fkStaff}}
-			opts := Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 2, ForeignKeys: shopFKs}
+			opts := Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 2, ForeignKeys: shopFKs}
 			o := func(id int64, region string) cdcsync.Row { return cdcsync.Row{id, region} }
 			it := func(id int64, order any, region any) cdcsync.Row { return cdcsync.Row{id, order, region} }
 			n := func(id int64, item any) cdcsync.Row { return cdcsync.Row{id, item} }
@@ -179,7 +179,7 @@ func TestForeignKeyCascades(t *testing.T) {
 // a cascade fail loudly rather than be skipped.
 func TestForeignKeyCascadesNeedARowFinder(t *testing.T) {
 	p := New(&memSink{}, []Table{{Schema: fkOrders}, {Schema: fkItems}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 100, MaxBytes: 1 << 30, ForeignKeys: shopFKs[:1]}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 100, MaxBytes: 1 << 30, ForeignKeys: shopFKs[:1]}, quiet(), nil)
 	err := runPipeline(t, p, txnAt(1, chg(fkOrders, cdcsync.OpDelete, cdcsync.Row{int64(1), "eu"}, nil)))
 	if err == nil || !strings.Contains(err.Error(), "cannot read the rows of shop.items") {
 		t.Fatalf("Run = %v", err)
@@ -229,7 +229,7 @@ func TestForeignKeyCascadesRandom(t *testing.T) {
 		}
 		sink := newTablesModel(fkStaff)
 		p := New(sink, []Table{{Schema: fkStaff}}, 1, mariaPos(0),
-			Options{Interval: time.Hour, MaxRows: maxRows, MaxBytes: 1 << 30, ForeignKeys: shopFKs}, quiet(), nil)
+			Options{Order: order, Interval: time.Hour, MaxRows: maxRows, MaxBytes: 1 << 30, ForeignKeys: shopFKs}, quiet(), nil)
 		if err := runPipeline(t, p, txns...); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestForeignKeyCascadesRandom(t *testing.T) {
 
 // TestCommitRanks: tables commit children first along cascading keys.
 func TestCommitRanks(t *testing.T) {
-	p := New(&memSink{}, nil, 1, mariaPos(0), Options{ForeignKeys: shopFKs}, quiet(), nil)
+	p := New(&memSink{}, nil, 1, mariaPos(0), Options{Order: order, ForeignKeys: shopFKs}, quiet(), nil)
 	got := p.commitRanks([]cdcsync.TableID{fkOrders.ID, fkItems.ID, fkNotes.ID, fkStaff.ID, users.ID})
 	want := "[[shop.notes shop.staff shop.users] [shop.items] [shop.orders]]"
 	if fmt.Sprint(got) != want {
@@ -359,7 +359,7 @@ func TestForeignKeyChainRandom(t *testing.T) {
 		}
 		sink := newTablesModel(fkOrders, fkItems, fkNotes)
 		p := New(sink, []Table{{Schema: fkOrders}, {Schema: fkItems}, {Schema: fkNotes}}, 1, mariaPos(0),
-			Options{Interval: time.Hour, MaxRows: maxRows, MaxBytes: 1 << 30, CommitConcurrency: 3, ForeignKeys: shopFKs}, quiet(), nil)
+			Options{Order: order, Interval: time.Hour, MaxRows: maxRows, MaxBytes: 1 << 30, CommitConcurrency: 3, ForeignKeys: shopFKs}, quiet(), nil)
 		if err := runPipeline(t, p, txns...); err != nil {
 			t.Fatal(err)
 		}

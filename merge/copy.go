@@ -418,7 +418,7 @@ func (p *Pipeline) receive(r *chunkResult) *cdcsync.Txn {
 		// A schema change or TRUNCATE came between: the rows may predate it.
 		r.reply <- again
 		return nil
-	case !ct.cascaded.IsZero() && !includes(r.pos, ct.cascaded):
+	case !ct.cascaded.IsZero() && !p.includes(r.pos, ct.cascaded):
 		// A cascade it could not see the rows of came after its snapshot.
 		r.reply <- again
 		return nil
@@ -426,7 +426,7 @@ func (p *Pipeline) receive(r *chunkResult) *cdcsync.Txn {
 	// The snapshot must not predate the window: a transaction the stream
 	// had read then, but that the snapshot does not show yet (InnoDB makes
 	// it visible just after the binlog has it), would be missed.
-	ok, err := r.pos.Includes(r.w.pos)
+	ok, err := p.opts.Order.Includes(r.pos, r.w.pos)
 	if err != nil || !ok {
 		if err != nil {
 			p.log.Warn("cannot order a chunk's snapshot with the stream; reading it again", "table", ct.id.String(), "error", err)
@@ -448,7 +448,7 @@ func (p *Pipeline) mergeReady(buffer func() *Buffer) error {
 			if r == nil {
 				break
 			}
-			ok, err := p.readPos.Includes(r.pos)
+			ok, err := p.opts.Order.Includes(p.readPos, r.pos)
 			if err != nil {
 				return fmt.Errorf("%w: order a chunk of %s with the stream: %w", ErrCopy, ct.id, err)
 			}
@@ -694,8 +694,8 @@ func (p *Pipeline) addCopy(id cdcsync.TableID, st cdcsync.CopyState, clean bool)
 
 // includes says whether position a includes b (false when they cannot be
 // compared).
-func includes(a, b cdcsync.Position) bool {
-	ok, err := a.Includes(b)
+func (p *Pipeline) includes(a, b cdcsync.Position) bool {
+	ok, err := p.opts.Order.Includes(a, b)
 	return err == nil && ok
 }
 

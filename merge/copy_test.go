@@ -145,7 +145,7 @@ type icebergModel struct {
 	copyEnd bool
 }
 
-func (m *icebergModel) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (m *icebergModel) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if id != items.ID {
@@ -196,7 +196,7 @@ func runCopy(t *testing.T, db *fakeMySQL, sink *icebergModel, st *cdcsync.CopySt
 		from = mariaPos(db.seq)
 	}
 	p := New(sink, []Table{{Schema: items, Committed: from, Copy: st, CopyClean: clean}}, int64(sink.commits+1), from,
-		Options{Interval: 20 * time.Millisecond, MaxRows: 500, MaxBytes: 1 << 30, CommitConcurrency: 1,
+		Options{Order: order, Interval: 20 * time.Millisecond, MaxRows: 500, MaxBytes: 1 << 30, CommitConcurrency: 1,
 			Copy: CopyOptions{Source: db, ChunkRows: 37, Workers: 3, MaxTrackedKeys: 1 << 20}}, quiet(), nil)
 	txns := make(chan *cdcsync.Txn, 16)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,7 +204,7 @@ func runCopy(t *testing.T, db *fakeMySQL, sink *icebergModel, st *cdcsync.CopySt
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, txns) }()
 	for _, x := range db.log {
-		if ok, _ := from.Covers(x); !ok {
+		if ok, _ := order.Covers(from, x); !ok {
 			txns <- x
 		}
 	}
@@ -312,7 +312,7 @@ func TestCopyAddsNoDeletesForUntouchedKeys(t *testing.T) {
 	var deletes, rows int
 	sink := &countingSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}, deletes: &deletes, rows: &rows}
 	p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: true}}, 1, mariaPos(0),
-		Options{Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 100, Workers: 2}}, quiet(), nil)
+		Options{Order: order, Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 100, Workers: 2}}, quiet(), nil)
 	runUntilCopied(t, p)
 	sink.check(t, db)
 	if deletes != 0 || rows != 500 {
@@ -338,7 +338,7 @@ type countingSink struct {
 	deletes, rows *int
 }
 
-func (s *countingSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (s *countingSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	*s.deletes += len(d.Deletes)
 	*s.rows += len(d.Rows)
 	return s.icebergModel.Commit(ctx, id, d)
@@ -350,7 +350,7 @@ func TestResyncCopiesAgain(t *testing.T) {
 	db := newFakeMySQL(800)
 	sink := &icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}
 	p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: true}}, 1, mariaPos(0),
-		Options{Interval: 10 * time.Millisecond, MaxRows: 300, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
+		Options{Order: order, Interval: 10 * time.Millisecond, MaxRows: 300, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
 	txns := make(chan *cdcsync.Txn, 8)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), txns) }()
@@ -406,7 +406,7 @@ func TestResumedCopyIsMaintainedWhenItEnds(t *testing.T) {
 		db := newFakeMySQL(300)
 		sink := &maintainedSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}}
 		p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: clean}}, 1, mariaPos(0),
-			Options{Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
+			Options{Order: order, Interval: 10 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, Copy: CopyOptions{Source: db, ChunkRows: 50, Workers: 2}}, quiet(), nil)
 		runUntilCopied(t, p)
 		sink.check(t, db)
 		sink.mmu.Lock()

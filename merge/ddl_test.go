@@ -25,7 +25,7 @@ type appliedChange struct {
 	at cdcsync.Position
 }
 
-func (s *ddlSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (s *ddlSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	epoch, rows := d.Epoch, d.Rows
 	if err := s.memSink.Commit(ctx, id, d); err != nil {
 		return err
@@ -55,7 +55,7 @@ func (s *ddlSink) ApplyDDL(_ context.Context, epoch int64, pos cdcsync.Position,
 	s.log = append(s.log, fmt.Sprintf("%s %s@%d", ch.Kind, ch.Table.Table, epoch))
 	s.changes = append(s.changes, appliedChange{*ch, pos})
 	if ch.Kind == cdcsync.ChangeRecopy && s.restart {
-		return fmt.Errorf("%w: copy %s again", ErrRestart, ch.Table)
+		return fmt.Errorf("%w: copy %s again", cdcsync.ErrRestart, ch.Table)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (s *ddlSink) ApplyDDL(_ context.Context, epoch int64, pos cdcsync.Position,
 func TestDDLIsABarrier(t *testing.T) {
 	sink := &ddlSink{}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	wider := &cdcsync.TableSchema{ID: users.ID, Columns: append(append([]cdcsync.Column{}, users.Columns...),
 		cdcsync.Column{Name: "age", Kind: cdcsync.KindInt32, Nullable: true}), PrimaryKey: []int{0}}
 	alter := txnAt(3)
@@ -95,7 +95,7 @@ func TestDDLIsABarrier(t *testing.T) {
 func TestDDLStopDropsTheTable(t *testing.T) {
 	sink := &ddlSink{}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	stop := txnAt(2, cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}})
 	stop.DDL = []cdcsync.SchemaChange{{Table: users.ID, Kind: cdcsync.ChangeStop, Reason: "test"}}
 	err := runPipeline(t, p,
@@ -121,11 +121,11 @@ func TestDDLStopDropsTheTable(t *testing.T) {
 func TestDDLRecopyRestarts(t *testing.T) {
 	sink := &ddlSink{restart: true}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	x := txnAt(2)
 	x.DDL = []cdcsync.SchemaChange{{Table: users.ID, Kind: cdcsync.ChangeRecopy}}
 	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))), x, txnAt(3, ins(u(2, "eu", "b"))))
-	if !errors.Is(err, ErrRestart) {
+	if !errors.Is(err, cdcsync.ErrRestart) {
 		t.Fatalf("err = %v, want ErrRestart", err)
 	}
 	if got := strings.Join(sink.log, " "); got != "commit users@1 checkpoint 1 recopy users@2" {
@@ -141,12 +141,12 @@ func TestCommitStopsOnlyTheTableTheSinkRefuses(t *testing.T) {
 	sink := &ddlSink{}
 	sink.fail = func(id cdcsync.TableID, _ int64, _ int) error {
 		if id == users.ID {
-			return StopTable(errors.New("the row with primary key (id=1) has a value the Iceberg column name cannot hold"))
+			return cdcsync.StopTable(errors.New("the row with primary key (id=1) has a value the Iceberg column name cannot hold"))
 		}
 		return nil
 	}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1, RetryBackoff: time.Millisecond}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1, RetryBackoff: time.Millisecond}, quiet(), nil)
 	order := func(id string) cdcsync.Change {
 		return cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{id, int32(1), "1.00"}}
 	}

@@ -26,7 +26,7 @@ type maintSink struct {
 	block    chan struct{} // when set, Maintain waits for it or for ctx
 }
 
-func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (s *maintSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	if s.running.Load() > 0 {
 		s.overlaps.Add(1)
 	}
@@ -63,7 +63,7 @@ func (s *maintSink) committed() int {
 func TestPipelineMaintainsNextToCommits(t *testing.T) {
 	sink := &maintSink{block: make(chan struct{})}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1, MaxBytes: 1 << 30, CommitConcurrency: 2}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1, MaxBytes: 1 << 30, CommitConcurrency: 2}, quiet(), nil)
 	ch := make(chan *cdcsync.Txn)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), ch) }()
@@ -105,7 +105,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestPipelineStopCancelsMaintenance(t *testing.T) {
 	sink := &maintSink{block: make(chan struct{})}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30}, quiet(), nil)
 	ch := make(chan *cdcsync.Txn)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), ch) }()
@@ -131,7 +131,7 @@ func TestPipelineStopCancelsMaintenance(t *testing.T) {
 // after every epoch again.
 func TestMaintenanceWaitsWhileCatchingUp(t *testing.T) {
 	p := New(&memSink{}, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Second, MaxRows: 1, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: time.Second, MaxRows: 1, MaxBytes: 1 << 30}, quiet(), nil)
 	var due []string
 	for epoch := 1; epoch <= maxMaintenanceSkips+5; epoch++ {
 		last := time.Now().Add(-3 * time.Hour) // a backlog

@@ -24,7 +24,7 @@ type Sink interface {
 	// Commit commits one table's share of an epoch atomically. It must be
 	// idempotent for the same (table, epoch): a retry after an uncertain
 	// failure must not apply the epoch twice.
-	Commit(ctx context.Context, table cdcsync.TableID, d Delta) error
+	Commit(ctx context.Context, table cdcsync.TableID, d cdcsync.Delta) error
 	// SaveCheckpoint records that every table is committed up to pos.
 	SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error
 }
@@ -66,61 +66,10 @@ func (p *Pipeline) deleteColumns(id cdcsync.TableID) []int {
 // after committing everything before the transaction and before the
 // transaction's own changes: a DDL statement is an epoch barrier. pos is the
 // transaction's position, epoch a number for a commit the change makes. It
-// must be idempotent like Commit. An error wrapping ErrRestart means the
+// must be idempotent like Commit. An error wrapping cdcsync.ErrRestart means the
 // change was applied and the session must restart (to copy a table again).
 type DDLSink interface {
 	ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, change *cdcsync.SchemaChange) error
-}
-
-// Delta is one table's share of an epoch.
-type Delta struct {
-	Epoch int64
-	Pos   cdcsync.Position // the position the table is at once committed
-	// Deletes are equality deletes on the primary key (each row carries the
-	// key and the partition source columns of the image it deletes).
-	Deletes []cdcsync.Row
-	Rows    []cdcsync.Row // rows to insert
-	// Copy is the table's initial-copy progress while the copy runs (and on
-	// the commit that completes it, with Done set); nil otherwise. It must be
-	// committed with the rows.
-	Copy *cdcsync.CopyState
-}
-
-// ErrRestart is wrapped by a DDLSink error that asks for a new session.
-var ErrRestart = errors.New("the session restarts")
-
-// permanentError marks a commit failure that retrying cannot fix.
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err so that the pipeline stops instead of retrying.
-func Permanent(err error) error { return permanentError{err} }
-
-// stopTableError marks a commit failure that concerns one table's data
-// only (a value the lake cannot hold): retrying cannot fix it, and the
-// other tables need not share its fate.
-type stopTableError struct{ err error }
-
-func (e stopTableError) Error() string { return e.err.Error() }
-func (e stopTableError) Unwrap() error { return e.err }
-
-// StopTable marks err, returned by Sink.Commit, so that the pipeline stops
-// that table (a ChangeStop through the DDLSink, at the position before the
-// epoch) and commits the epoch for the others.
-func StopTable(err error) error { return stopTableError{err} }
-
-// IsStopTable reports whether err was marked by StopTable.
-func IsStopTable(err error) bool {
-	var s stopTableError
-	return errors.As(err, &s)
-}
-
-// IsPermanent reports whether err was marked by Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
 }
 
 // ErrCommit wraps every failure to commit an epoch.
@@ -128,6 +77,8 @@ var ErrCommit = errors.New("epoch commit failed")
 
 // Options tune sealing and committing.
 type Options struct {
+	// Order compares the source's positions (required).
+	Order             cdcsync.Order
 	Interval          time.Duration // seal this long after the epoch's first transaction
 	MaxRows           int           // seal at this many row changes
 	MaxBytes          int           // seal at this many bytes of changes
@@ -223,6 +174,9 @@ type Table struct {
 // New returns a pipeline that starts numbering epochs at firstEpoch. start is
 // the checkpoint the binlog is read from.
 func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, opts Options, log *slog.Logger, m *metrics.Metrics) *Pipeline {
+	if opts.Order == nil {
+		panic("merge.New: Options.Order is nil; the source's position order is required")
+	}
 	if opts.Retries <= 0 {
 		opts.Retries = 5
 	}
@@ -416,7 +370,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			}
 			if t.Progress {
 				// Only chunks of the initial copy wait for positions.
-				if later, err := t.Pos.Includes(p.readPos); err == nil && later {
+				if later, err := p.opts.Order.Includes(t.Pos, p.readPos); err == nil && later {
 					p.readPos, p.readResume = t.Pos, t.Resume
 				}
 				if len(p.copies) > 0 {
@@ -499,12 +453,12 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 			"table", ch.Table.String(), "change", ch.Kind.String())
 		if p.m != nil {
 			result := "ok"
-			if err != nil && !errors.Is(err, ErrRestart) {
+			if err != nil && !errors.Is(err, cdcsync.ErrRestart) {
 				result = "failed"
 			}
 			p.m.SchemaChanges.WithLabelValues(ch.Table.String(), ch.Kind.String(), result).Inc()
 		}
-		if err != nil && !errors.Is(err, ErrRestart) {
+		if err != nil && !errors.Is(err, cdcsync.ErrRestart) {
 			return fmt.Errorf("%w: apply the %s change of %s at %s: %w", ErrCommit, ch.Kind, ch.Table, t.Pos, err)
 		}
 		switch ch.Kind {
@@ -517,7 +471,7 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 			if p.copies[ch.Table] != nil {
 				// The copy resumes under the new name in the next session.
 				p.cancelCopy(ch.Table)
-				err = fmt.Errorf("%w: %s was renamed to %s during its initial copy", ErrRestart, ch.Table, ch.NewID)
+				err = fmt.Errorf("%w: %s was renamed to %s during its initial copy", cdcsync.ErrRestart, ch.Table, ch.NewID)
 			}
 			delete(p.schemas, ch.Table)
 			p.schemas[ch.NewID] = ch.Schema
@@ -543,7 +497,7 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 			}
 		}
 		if err != nil {
-			return err // ErrRestart: the change is applied
+			return err // cdcsync.ErrRestart: the change is applied
 		}
 	}
 	return nil
@@ -558,7 +512,7 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 	if len(p.skip) > 0 {
 		covered = map[cdcsync.TableID]bool{}
 		for id, pos := range p.skip {
-			c, err := pos.Covers(t)
+			c, err := p.opts.Order.Covers(pos, t)
 			if err != nil {
 				return fmt.Errorf("table %s: %w", id, err)
 			}
@@ -603,7 +557,7 @@ type commitJob struct {
 type commitResult struct {
 	err     error
 	copies  map[cdcsync.TableID]cdcsync.CopyState // the copy progress now committed
-	stopped []cdcsync.TableID                     // tables the commit stopped (StopTable)
+	stopped []cdcsync.TableID                     // tables the commit stopped (cdcsync.StopTable)
 }
 
 // prepare captures what the commit of buf needs from the pipeline's own
@@ -671,14 +625,14 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			if (i > 0 || j > 0) && p.opts.Fault != nil {
 				p.opts.Fault("between-tables")
 			}
-			d := Delta{Epoch: epoch, Pos: buf.End}
+			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End}
 			d.Deletes, d.Rows = buf.Output(id)
 			if st, ok := job.copies[id]; ok {
 				d.Copy = &st
 			}
 			g.Go(func() error {
 				err := p.commitTable(gctx, id, d)
-				if IsStopTable(err) {
+				if cdcsync.IsStopTable(err) {
 					smu.Lock()
 					stops[id] = err
 					smu.Unlock()
@@ -749,7 +703,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 }
 
 // stopTables stops the tables whose share of the epoch ending at end the
-// sink refused for good (StopTable): each gets a ChangeStop at the
+// sink refused for good (cdcsync.StopTable): each gets a ChangeStop at the
 // position before the epoch, before the checkpoint that passes the epoch,
 // so that after a crash the table is either stopped or reads the epoch
 // again. The other tables of the epoch are committed already.
@@ -768,7 +722,7 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 	for _, id := range ids {
 		at := p.lastCkpt
 		if own, ok := p.resumes[id]; ok {
-			if later, err := own.Includes(at); err == nil && later {
+			if later, err := p.opts.Order.Includes(own, at); err == nil && later {
 				at = own // the table held more than the checkpoint when the session began
 			}
 		}
@@ -901,7 +855,7 @@ func (p *Pipeline) stopMaintenance() {
 	p.awaitMaintenance()
 }
 
-func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, d Delta) error {
+func (p *Pipeline) commitTable(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	attempts, err := p.retry(ctx, id.String(), func() error { return p.sink.Commit(ctx, id, d) },
 		func(err error) { p.countCommit(id, "retry") }, "table", id.String(), "epoch", d.Epoch)
 	if err != nil {
@@ -919,7 +873,7 @@ const maxRetryBackoff = 30 * time.Second
 // recognises (an outage) is retried for as long as it lasts, with the
 // backoff doubling up to maxRetryBackoff, and the commit is reported by
 // Stalled meanwhile; any other error is retried until Retries attempts
-// failed. A permanent error, ErrRestart, the end of ctx and Options.Quit
+// failed. A permanent error, cdcsync.ErrRestart, the end of ctx and Options.Quit
 // end it at once. failed is called after every failed attempt that is
 // retried; attrs go to the log lines. It returns the attempts made.
 func (p *Pipeline) retry(ctx context.Context, what string, op func() error, failed func(error), attrs ...any) (int, error) {
@@ -938,7 +892,7 @@ func (p *Pipeline) retry(ctx context.Context, what string, op func() error, fail
 			}
 			return attempt, nil
 		}
-		if errors.Is(err, ErrRestart) || IsPermanent(err) || IsStopTable(err) || ctx.Err() != nil {
+		if errors.Is(err, cdcsync.ErrRestart) || cdcsync.IsPermanent(err) || cdcsync.IsStopTable(err) || ctx.Err() != nil {
 			return attempt, err
 		}
 		outage := p.opts.Transient != nil && p.opts.Transient(err)

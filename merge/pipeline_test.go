@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 )
 
 // memSink records commits and can fail them on demand.
@@ -23,7 +24,7 @@ type memSink struct {
 	attempts    map[string]int
 }
 
-func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, d Delta) error {
+func (s *memSink) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
 	epoch := d.Epoch
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,7 +73,7 @@ func runPipeline(t *testing.T, p *Pipeline, txns ...*cdcsync.Txn) error {
 func TestPipelineSealsByRowsAndCheckpointsAfterAllTables(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 5, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	err := runPipeline(t, p,
 		txnAt(1, ins(u(1, "eu", "a"))),
 		txnAt(2, ins(u(2, "eu", "b")), cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}}),
@@ -98,7 +99,7 @@ func TestPipelineSkipsWhatATableAlreadyHolds(t *testing.T) {
 	sink := &memSink{}
 	// users already holds everything up to 0-1-2 (it committed before a crash); orders does not.
 	p := New(sink, []Table{{Schema: users, Committed: mariaPos(2)}, {Schema: orders}}, 1, mariaPos(1),
-		Options{Interval: time.Hour, MaxRows: 100, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 100, MaxBytes: 1 << 30}, quiet(), nil)
 	var got []int
 	sink.fail = func(id cdcsync.TableID, _ int64, _ int) error {
 		if id == users.ID {
@@ -120,7 +121,7 @@ func TestPipelineSkipsWhatATableAlreadyHolds(t *testing.T) {
 func TestPipelineSealsByInterval(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
 	ch := make(chan *cdcsync.Txn)
 	done := make(chan error)
 	go func() { done <- p.Run(context.Background(), ch) }()
@@ -144,7 +145,7 @@ func TestPipelineRetriesTransientFailures(t *testing.T) {
 		return nil
 	}}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
 	if err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestPipelineWaitsOutAnOutage(t *testing.T) {
 		return nil
 	}}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 2, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 2, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
 	done := make(chan error, 1)
 	go func() { done <- runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))) }()
 	waitFor(t, "the commit to stall", func() bool {
@@ -199,7 +200,7 @@ func TestPipelineWaitsOutAnOutage(t *testing.T) {
 func TestPipelineGivesUpOnUnknownFailures(t *testing.T) {
 	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error { return errors.New("field 7 is not in the schema") }}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 3, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, Retries: 3, RetryBackoff: time.Millisecond, Transient: isOutage}, quiet(), nil)
 	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))))
 	if !errors.Is(err, ErrCommit) || sink.attempts["shop.users@1"] != 3 || len(sink.checkpoints) != 0 {
 		t.Fatalf("err %v attempts %v checkpoints %v", err, sink.attempts, sink.checkpoints)
@@ -211,7 +212,7 @@ func TestPipelineQuitEndsAnOutageWait(t *testing.T) {
 	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error { return errOutage }}
 	quit := make(chan struct{})
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond, Transient: isOutage, Quit: quit}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond, Transient: isOutage, Quit: quit}, quiet(), nil)
 	done := make(chan error, 1)
 	go func() { done <- runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a")))) }()
 	waitFor(t, "the commit to stall", func() bool { return len(p.Stalled()) == 1 })
@@ -228,12 +229,12 @@ func TestPipelineQuitEndsAnOutageWait(t *testing.T) {
 
 func TestPipelineStopsOnPermanentFailureWithoutCheckpoint(t *testing.T) {
 	sink := &memSink{fail: func(cdcsync.TableID, int64, int) error {
-		return Permanent(errors.New("another writer committed"))
+		return cdcsync.Permanent(errors.New("another writer committed"))
 	}}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
 	err := runPipeline(t, p, txnAt(1, ins(u(1, "eu", "a"))))
-	if !IsPermanent(err) || !errors.Is(err, ErrCommit) {
+	if !cdcsync.IsPermanent(err) || !errors.Is(err, ErrCommit) {
 		t.Fatalf("err = %v, want a permanent commit error", err)
 	}
 	if sink.attempts["shop.users@1"] != 1 || len(sink.checkpoints) != 0 {
@@ -244,7 +245,7 @@ func TestPipelineStopsOnPermanentFailureWithoutCheckpoint(t *testing.T) {
 func TestPipelineCommitsOpenEpochOnShutdown(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan *cdcsync.Txn, 1)
 	ch <- txnAt(1, ins(u(1, "eu", "a")))
@@ -263,7 +264,7 @@ func TestPipelineCommitsOpenEpochOnShutdown(t *testing.T) {
 func TestPipelineCheckpointsTransactionsOfOtherTables(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1000, MaxBytes: 1 << 30}, quiet(), nil)
 	if err := runPipeline(t, p, txnAt(1), txnAt(2)); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestPipelineCheckpointsTransactionsOfOtherTables(t *testing.T) {
 func TestCheckpointStaysBeforeAPreparedXA(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 1, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 1, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	prepared := txnAt(2) // the PREPARE group: no changes
 	prepared.Resume = mariaPos(1)
 	during := txnAt(3, ins(u(1, "eu", "a")))
@@ -300,7 +301,7 @@ func TestCheckpointStaysBeforeAPreparedXA(t *testing.T) {
 func TestFailedTransactionIsNotHalfCommitted(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 1}, quiet(), nil)
 	bad := cdcsync.Change{Table: users.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{int64(9)}} // too few columns
 	err := runPipeline(t, p,
 		txnAt(1, ins(u(1, "eu", "a")), ins(u(2, "eu", "b"))), // epoch 1, sealed by rows
@@ -313,3 +314,6 @@ func TestFailedTransactionIsNotHalfCommitted(t *testing.T) {
 		t.Fatalf("commits %v, checkpoints at %v: only epoch 1 may be committed, not the first row of the failed transaction", sink.commits, sink.positions)
 	}
 }
+
+// order orders the MariaDB positions of the tests.
+var order = binlogpos.Order{}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
+	"github.com/cdcsync/cdcsync/merge"
 )
 
 // runCheck runs every preflight check of `run` and prints all findings. It
@@ -130,15 +132,15 @@ func checkPositions(ctx context.Context, cfg *config.Config, lk *lake.Lake, repo
 		report(false, false, "binlog positions", err.Error())
 		return
 	}
-	committed := map[cdcsync.TableID]lake.Committed{}
+	committed := map[cdcsync.TableID]cdcsync.Committed{}
 	for _, t := range tables {
 		if !t.Stopped {
 			c := t.Committed
-			c.Pos = ckpt.Effective(t.ID, c)
+			c.Pos = ckpt.Effective(t.ID, c, binlogpos.Order{})
 			committed[t.ID] = c
 		}
 	}
-	lost, err := lostPositions(b, committed, nil)
+	lost, err := merge.LostPositions(b, committed, nil)
 	if err != nil {
 		report(false, false, "binlog positions", err.Error())
 		return

@@ -2,63 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
-
 	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 )
-
-// chunkSource adapts capture.ChunkReader to merge.ChunkSource, marking the
-// errors a new session can fix (a lost connection) as such.
-type chunkSource struct{ r *capture.ChunkReader }
-
-func (c chunkSource) Estimate(ctx context.Context, ts *cdcsync.TableSchema) (int64, error) {
-	n, err := c.r.Estimate(ctx, ts)
-	return n, transient(err)
-}
-
-func (c chunkSource) NextBound(ctx context.Context, ts *cdcsync.TableSchema, after string, rows int) (string, bool, error) {
-	hi, last, err := c.r.NextBound(ctx, ts, after, rows)
-	return hi, last, transient(err)
-}
-
-func (c chunkSource) ReadChunk(ctx context.Context, ts *cdcsync.TableSchema, after, hi string, last bool) ([]cdcsync.Row, cdcsync.Position, error) {
-	rows, pos, err := c.r.ReadChunk(ctx, ts, after, hi, last)
-	return rows, pos, transient(err)
-}
-
-// transient wraps a connection failure in capture.ErrDisconnected, so the
-// daemon restarts the session; SQL errors and values a policy refuses stay
-// as they are and stop it.
-func transient(err error) error {
-	if err == nil || errors.Is(err, capture.ErrDisconnected) {
-		return err
-	}
-	var me *mysql.MyError
-	if errors.As(err, &me) {
-		return err
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		strings.Contains(err.Error(), "connection") {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	return err
-}
 
 // watchCopies publishes the progress of the initial copies: metrics every
 // second, a log line per table every 15 seconds, and a live progress line

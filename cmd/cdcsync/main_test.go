@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
@@ -82,9 +83,9 @@ func TestRestartReason(t *testing.T) {
 		{fmt.Errorf("x: %w", capture.ErrNewTable), "new_table"},
 		{fmt.Errorf("x: %w", capture.ErrForeignKeys), "schema"},
 		{fmt.Errorf("%w: catalog down", merge.ErrCommit), "commit"},
-		{fmt.Errorf("%w: %w", merge.ErrCommit, merge.Permanent(errors.New("other writer"))), ""},
+		{fmt.Errorf("%w: %w", merge.ErrCommit, cdcsync.Permanent(errors.New("other writer"))), ""},
 		{fmt.Errorf("%w: %w", merge.ErrCommit, lake.ErrConflict), ""},
-		{fmt.Errorf("%w: %w", capture.ErrDisconnected, capture.ErrPositionLost), ""},
+		{fmt.Errorf("%w: %w", capture.ErrDisconnected, cdcsync.ErrPositionLost), ""},
 		// A warehouse that went away while cdcsync was restarting: the
 		// setup's check fails with an outage, which is waited out.
 		{exitError{1, fmt.Errorf("cannot reach the warehouse: %w", syscall.ECONNREFUSED)}, "storage"},

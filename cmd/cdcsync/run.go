@@ -10,14 +10,10 @@ import (
 	"os"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
-	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
@@ -132,13 +128,13 @@ func restartReason(err error) string {
 	switch {
 	case err == nil:
 		return "schema"
-	case errors.Is(err, capture.ErrPositionLost), errors.Is(err, lake.ErrConflict), merge.IsPermanent(err):
+	case errors.Is(err, cdcsync.ErrPositionLost), errors.Is(err, lake.ErrConflict), cdcsync.IsPermanent(err):
 		return ""
 	case errors.Is(err, capture.ErrDisconnected):
 		return "source"
 	case errors.Is(err, capture.ErrNewTable):
 		return "new_table"
-	case errors.Is(err, merge.ErrRestart), errors.Is(err, capture.ErrForeignKeys):
+	case errors.Is(err, cdcsync.ErrRestart), errors.Is(err, capture.ErrForeignKeys):
 		return "schema"
 	case lake.Transient(err):
 		return "storage"
@@ -164,537 +160,42 @@ type daemon struct {
 	pipe      atomic.Pointer[merge.Pipeline] // the current session's pipeline, for resync requests
 }
 
-// session runs the pipeline once: checks, table setup, initial copy of the
-// tables that need one, then streaming until ctx ends or an error occurs.
+// session runs the pipeline once (merge.RunSession): checks, table setup,
+// initial copy of the tables that need one, then streaming until ctx ends
+// or an error occurs.
 func (d *daemon) session(ctx context.Context) error {
 	cfg, log := d.cfg, d.log
-	conn, err := capture.Connect(ctx, &cfg.Source)
-	if err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	// The server's position before the tables are listed: a table created
-	// before it that the list lacks is gone again, not new (see
-	// capture.StreamConfig.Horizon).
-	var horizon cdcsync.Position
-	if fl, _, err := capture.ServerFlavor(ctx, conn); err == nil {
-		if id, err := capture.ServerIdentity(ctx, conn, fl); err == nil {
-			horizon, _ = capture.CurrentPosition(ctx, conn, fl, id)
-		}
-	}
-	// XA transactions prepared before the horizon: a copy starting there
-	// must wait for them to end (capture.AwaitPreparedXA).
-	preparedXA, xaErr := capture.PreparedXA(ctx, conn)
-	findings, schemas, err := capture.Preflight(ctx, conn, &cfg.Source)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	// A failed check about one table (no primary key, a type cdcsync cannot
-	// map) stops only that table once the pipeline runs; before its first
-	// checkpoint, every failure stops cdcsync, so that setup problems show.
-	failed := capture.Failed(findings)
-	tableFailed := map[cdcsync.TableID][]string{}
-	global := false
-	for _, f := range failed {
-		if f.Table != (cdcsync.TableID{}) {
-			tableFailed[f.Table] = append(tableFailed[f.Table], f.Message)
-		} else {
-			global = true
-		}
-	}
-	preflightFailed := func() error {
-		msgs := make([]string, len(failed))
-		for i, f := range failed {
-			msgs[i] = "  - " + f.Message
-		}
-		return exitError{1, fmt.Errorf("preflight checks failed; `cdcsync check` lists them all:\n%s", strings.Join(msgs, "\n"))}
-	}
-	if global {
-		conn.Close()
-		return preflightFailed()
-	}
-	for _, f := range findings {
-		if f.Warning {
-			log.Warn(f.Message, "check", f.Check)
-		}
-	}
-	flavor, version, err := capture.ServerFlavor(ctx, conn)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	serverUUID, err := capture.ServerIdentity(ctx, conn, flavor)
-	var fks []cdcsync.ForeignKey // whose actions the binlog lacks: the pipeline applies them
-	if err == nil && !capture.CascadesLogged(flavor, version) {
-		ids := make([]cdcsync.TableID, 0, len(schemas))
-		for _, s := range schemas {
-			ids = append(ids, s.ID)
-		}
-		fks, _, err = capture.ForeignKeys(ctx, conn, ids)
-	}
-	conn.Close()
-	if err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	log.Info("source checked", "flavor", flavor, "version", version, "tables", len(schemas))
-
 	lk, err := lake.Open(ctx, cfg, log)
 	if err != nil {
-		return exitError{1, err}
+		return err
 	}
 	defer lk.Close()
-	if err := lk.Check(ctx); err != nil {
-		return exitError{1, err}
-	}
-
-	ckpt, haveCkpt, err := lk.LoadCheckpoint(ctx)
-	if err != nil {
-		return exitError{1, err}
-	}
-	if len(tableFailed) > 0 && !haveCkpt {
-		return preflightFailed()
-	}
-
-	tables := map[cdcsync.TableID]*lake.Table{}
-	committed := map[cdcsync.TableID]lake.Committed{}
-	stopped := map[cdcsync.TableID]bool{}
-	recopy := map[cdcsync.TableID]bool{}
-	nstopped := 0
-	var maxEpoch int64
-	for _, s := range schemas {
-		if msgs := tableFailed[s.ID]; len(msgs) > 0 {
-			exists, err := lk.TableExists(ctx, s.ID)
-			if err != nil {
-				return exitError{1, err}
-			}
-			if !exists {
-				log.Error("cdcsync does not mirror this table; the other tables go on: "+strings.Join(msgs, "; "), "table", s.ID.String())
-				stopped[s.ID] = true
-				nstopped++
-				continue
-			}
-		}
-		t, err := lk.EnsureTable(ctx, s)
-		if err != nil {
-			return exitError{1, err}
-		}
-		if info, ok := t.Stopped(); ok {
-			// Resuming it from the checkpoint would lose the changes between
-			// its last commit and the checkpoint: it stays stopped.
-			stopped[s.ID] = true
-			if info.Dropped {
-				log.Warn(stoppedMessage(cfg, t, info), "table", s.ID.String(), "position", info.Position.String())
-			} else {
-				nstopped++
-				log.Error(stoppedMessage(cfg, t, info), "table", s.ID.String(), "position", info.Position.String())
-			}
-			continue
-		}
-		if msgs := tableFailed[s.ID]; len(msgs) > 0 {
-			if _, ok := t.NeedsRecopy(); ok {
-				return preflightFailed()
-			}
-			// Its Iceberg table mirrors the schema recorded with it; the
-			// stream stops the table when it reaches the DDL statement
-			// that made the check fail.
-			log.Warn("the table fails a preflight check now, but its Iceberg table mirrors an earlier schema: "+
-				"it is mirrored up to the DDL statement that changed it: "+strings.Join(msgs, "; "), "table", s.ID.String())
-		}
-		if _, ok := t.NeedsRecopy(); ok {
-			if t, err = lk.PrepareRecopy(ctx, t, s); err != nil {
-				return exitError{1, err}
-			}
-			recopy[s.ID] = true
-			log.Warn("copying the table again after a schema change Iceberg cannot express (ddl.incompatible: recopy)", "table", s.ID.String())
-		}
-		t.BeforeCommit = func() { d.fault("before-commit") }
-		c, err := t.Committed()
-		if err != nil {
-			return exitError{1, err}
-		}
-		tables[s.ID], committed[s.ID] = t, c
-		maxEpoch = max(maxEpoch, c.Epoch)
-	}
-	if haveCkpt {
-		// Tables dropped or renamed in MySQL while cdcsync was away are
-		// followed up to that statement.
-		present := map[cdcsync.TableID]bool{}
-		for _, s := range schemas {
-			present[s.ID] = true
-		}
-		departed, err := lk.Departed(ctx, present)
-		if err != nil {
-			return exitError{1, err}
-		}
-		for _, t := range departed {
-			c, err := t.Committed()
-			if err != nil {
-				return exitError{1, err}
-			}
-			t.BeforeCommit = func() { d.fault("before-commit") }
-			tables[t.ID], committed[t.ID] = t, c
-			maxEpoch = max(maxEpoch, c.Epoch)
-			log.Info("the MySQL table is gone; cdcsync follows it up to the DROP or RENAME in the binlog", "table", t.ID.String())
-		}
-	}
-	next := max(maxEpoch, ckpt.Epoch) + 1
-	d.m.TablesStopped.Set(float64(nstopped))
-	if haveCkpt {
-		// A table that has not changed since its last commit holds what
-		// the checkpoint holds.
-		for id, c := range committed {
-			c.Pos = ckpt.Effective(id, c)
-			committed[id] = c
-		}
-	}
-
-	// Tables never copied, or marked to be copied again, start a copy; one
-	// that a previous session began resumes it (their commits record its
-	// progress). Until the pipeline's first checkpoint exists, every table
-	// starts afresh: a crash before it leaves no position all tables share.
-	if horizon.IsZero() {
-		return fmt.Errorf("%w: could not read the server's binlog position", capture.ErrDisconnected)
-	}
-	// Every table's position must still be on the server (see
-	// lostPositions); source.on_position_lost says what happens otherwise.
-	var binlog *capture.Binlog
-	lost := map[cdcsync.TableID]string{}
-	if haveCkpt {
-		if binlog, err = readBinlog(ctx, cfg, flavor, serverUUID); err != nil {
-			return err
-		}
-		if lost, err = lostPositions(binlog, committed, recopy); err != nil {
-			return err
-		}
-	}
-	present := map[cdcsync.TableID]bool{}
-	for _, s := range schemas {
-		present[s.ID] = true
-	}
-	if len(lost) > 0 && cfg.Source.OnPositionLost != config.PositionLostRecopy {
-		return positionLostError(cfg, lost, committed)
-	}
-	for id, msg := range lost {
-		if !present[id] {
-			// Dropped or renamed in MySQL while cdcsync was away, and the
-			// binlog up to that statement is gone: nothing to copy.
-			log.Warn("the MySQL table is gone and the server no longer has its binlog up to the DROP or RENAME; its Iceberg table keeps its last contents",
-				"table", id.String(), "position", committed[id].Pos.String(), "problem", msg)
-			delete(tables, id)
-			delete(committed, id)
-			continue
-		}
-		log.Warn("the server no longer has this table's binlog position; copying it again from the current position (source.on_position_lost: recopy), "+
-			"its Iceberg table shows its last contents until the new copy is complete",
-			"table", id.String(), "position", committed[id].Pos.String(), "problem", msg)
-	}
-	var fresh []cdcsync.TableID
-	for id, c := range committed {
-		if !c.Found || !haveCkpt || recopy[id] || lost[id] != "" {
-			fresh = append(fresh, id)
-		}
-	}
-	// A table copied afresh gets the schema MySQL has now.
-	info := map[cdcsync.TableID]*cdcsync.TableSchema{}
-	for _, s := range schemas {
-		info[s.ID] = s
-	}
-	clean := map[cdcsync.TableID]bool{}
-	if len(fresh) > 0 {
-		if xaErr != nil {
-			log.Warn("cdcsync cannot list the prepared XA transactions; a table copy could miss the rows of one prepared before the copy started and committed after",
-				"error", xaErr)
-		} else if len(preparedXA) > 0 {
-			if err := awaitPreparedXA(ctx, cfg, preparedXA, log); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range fresh {
-		if s := info[id]; s != nil && !recopy[id] && !capture.SameSchema(tables[id].Schema, s) {
-			t, err := lk.PrepareRecopy(ctx, tables[id], s)
-			if err != nil {
-				return exitError{1, err}
-			}
-			t.BeforeCommit = tables[id].BeforeCommit
-			tables[id] = t
-		}
-		// The copy starts at the position read before the tables were
-		// listed: the stream applies the table's changes after it, the
-		// chunks show everything before.
-		if err := tables[id].StartCopy(ctx, lake.Epoch{Number: next, Pos: horizon}); err != nil {
-			return exitError{1, err}
-		}
-		committed[id] = lake.Committed{Epoch: next, Pos: horizon, Found: true, Copy: &cdcsync.CopyState{}}
-		clean[id] = true
-	}
-	start := ckpt.Pos
-	// The tables' own committed positions are the truth, the checkpoint
-	// only an optimisation: a table behind it (its catalog restored from a
-	// backup, a checkpoint from elsewhere) is replayed from its own
-	// position, never skipped, so the stream starts at or before the
-	// oldest of them.
-	if haveCkpt && len(committed) > 0 && len(clean) == len(committed) {
-		// Every table starts a copy at the horizon (resync of them all,
-		// after a purged position): the checkpoint holds nothing they need.
-		start = horizon
-	} else if haveCkpt {
-		var behind []string
-		for id, c := range committed {
-			if !c.Found || clean[id] {
-				continue
-			}
-			if ok, err := c.Pos.Includes(start); err != nil {
-				return exitError{1, fmt.Errorf("compare the committed position of %s with the pipeline checkpoint: %w", id, err)}
-			} else if ok {
-				continue
-			}
-			if start, err = cdcsync.Earliest(start, c.Pos); err != nil {
-				return exitError{1, fmt.Errorf("%s is behind the pipeline checkpoint (%s) at %s and the stream cannot start before both: %w; "+
-					"resync the table (cdcsync resync %s)", id, ckpt.Pos, c.Pos, err, id)}
-			}
-			behind = append(behind, id.String()+" at "+c.Pos.String())
-		}
-		if len(behind) > 0 {
-			sort.Strings(behind)
-			log.Warn("tables are behind the pipeline checkpoint (a catalog restored from a backup?): the stream starts before them and replays what they lack",
-				"checkpoint", ckpt.Pos.String(), "start", start.String(), "tables", strings.Join(behind, ", "))
-		}
-	}
-	if !haveCkpt {
-		if err := lk.SaveCheckpoint(ctx, lake.Checkpoint{Epoch: next, Pos: horizon, Time: time.Now()}); err != nil {
-			return exitError{1, err}
-		}
-		start = horizon
-	}
-	if len(fresh) > 0 || !haveCkpt {
-		next++
-	}
-	if start.IsZero() {
-		return exitError{1, errors.New("no binlog position to start from: the pipeline has no checkpoint and selects no table; check source.include")}
-	}
-	if haveCkpt {
-		if err := startOnServer(binlog, &start, committed, clean); err != nil {
-			return err
-		}
-	}
-
-	for id, c := range committed {
-		if c.Copy != nil && !clean[id] {
-			log.Info("resuming the initial copy after its last committed chunk", "table", id.String(), "rows", c.Copy.Rows)
-		} else if c.Copy != nil {
-			log.Info("initial copy starting", "table", id.String(), "position", horizon.String())
-		}
-	}
-	keys, actions, err := followKeys(ctx, tables, clean, fks, horizon, next, flavor, version)
-	if err != nil {
-		return exitError{1, err}
-	}
-	var ptables []merge.Table
-	smap := map[cdcsync.TableID]*cdcsync.TableSchema{}
-	cmap := map[cdcsync.TableID]cdcsync.Position{}
-	spos := map[cdcsync.TableID]cdcsync.Position{}
-	var shadows []capture.ShadowAt
-	for id, t := range tables {
-		ptables = append(ptables, merge.Table{Schema: t.Schema, Committed: committed[id].Pos, Copy: committed[id].Copy, CopyClean: clean[id]})
-		smap[id] = t.Schema
-		cmap[id] = committed[id].Pos
-		spos[id] = t.SchemaPos()
-		sh, err := t.Shadows()
-		if err != nil {
-			return exitError{1, err}
-		}
-		for _, s := range sh {
-			shadows = append(shadows, capture.ShadowAt{Base: id, Shadow: s.Shadow, Pos: s.Pos})
-		}
-	}
-	sink := &lakeSink{lake: lk, tables: tables, m: d.m, maint: lk.NewMaintainer(cfg.Maintenance, d.fault)}
-	for id := range tables {
-		sink.observe(id)
-	}
-	chunks := capture.NewChunkReader(&cfg.Source, flavor, serverUUID, d.values, cfg.Snapshot.Workers)
-	defer chunks.Close()
-	pipe := merge.New(sink, ptables, next, start, merge.Options{
-		Interval:          cfg.Epoch.Interval.Duration,
-		MaxRows:           cfg.Epoch.MaxRows,
-		MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
-		CommitConcurrency: cfg.Epoch.CommitConcurrency,
-		Transient:         lake.Transient,
-		Quit:              ctx.Done(),
-		Fault:             d.fault,
-		ForeignKeys:       actions,
-		Copy: merge.CopyOptions{
-			Source:    chunkSource{chunks},
-			ChunkRows: cfg.Snapshot.ChunkRows,
-			Workers:   cfg.Snapshot.Workers,
+	src := capture.NewSource(&cfg.Source, cfg, cfg.Snapshot.Workers, d.values, log)
+	return merge.RunSession(ctx, src, lk.ForSession(d.m, d.fault), merge.SessionOptions{
+		Pipeline: merge.Options{
+			Interval:          cfg.Epoch.Interval.Duration,
+			MaxRows:           cfg.Epoch.MaxRows,
+			MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
+			CommitConcurrency: cfg.Epoch.CommitConcurrency,
+			Transient:         lake.Transient,
+			Fault:             d.fault,
+			Copy:              merge.CopyOptions{ChunkRows: cfg.Snapshot.ChunkRows, Workers: cfg.Snapshot.Workers},
 		},
-	}, log, d.m)
-	d.pipe.Store(pipe)
-	defer d.pipe.Store(nil)
-
-	log.Info("streaming the binlog", "from", start.String(), "epoch", next)
-	txns := make(chan *cdcsync.Txn, 64)
-	g, gctx := errgroup.WithContext(ctx)
-	streamCtx, stopStream := context.WithCancel(gctx)
-	defer stopStream()
-	g.Go(func() error {
-		defer close(txns)
-		d.streaming.Store(true)
-		defer d.streaming.Store(false)
-		d.streamed.Store(true)
-		return capture.Stream(streamCtx, capture.StreamConfig{Source: &cfg.Source, Flavor: flavor, ServerUUID: serverUUID,
-			Start: start, Schemas: smap, Committed: cmap, SchemaPos: spos, Shadows: shadows, Stopped: stopped,
-			Horizon: horizon, SettledXA: preparedXA, ForeignKeys: !capture.CascadesLogged(flavor, version), Keys: keys,
-			Config: cfg, Values: d.values, Log: log}, txns)
+		RecopyLost: cfg.Source.OnPositionLost == config.PositionLostRecopy,
+		Running:    d.pipe.Store,
+		Streaming: func(on bool) {
+			d.streaming.Store(on)
+			if on {
+				d.streamed.Store(true)
+			}
+		},
+		Watch: []func(context.Context, *merge.Pipeline){
+			func(ctx context.Context, p *merge.Pipeline) { d.watchLag(ctx, p) },
+			func(ctx context.Context, p *merge.Pipeline) { d.watchCopies(ctx, p, lk) },
+		},
+		Log:     log,
+		Metrics: d.m,
 	})
-	g.Go(func() error {
-		// The pipeline ends by itself when the stream closes txns; it must not
-		// see gctx's cancellation first, or it would stop before committing
-		// the transactions already read.
-		err := pipe.Run(context.WithoutCancel(ctx), txns)
-		stopStream()
-		return err
-	})
-	g.Go(func() error { return d.watchLag(gctx, lk, pipe) })
-	g.Go(func() error { d.watchCopies(gctx, pipe, lk); return nil })
-	err = g.Wait()
-	if ctx.Err() != nil && err == nil {
-		return ctx.Err()
-	}
-	return err
-}
-
-// followKeys returns the foreign keys of the mirrored tables as the stream
-// starts following them (capture.TableKeys), and those with an action, for
-// the pipeline. A table's keys are those recorded with its Iceberg table,
-// as of its position; a table copied afresh, or whose keys are not
-// recorded (an older cdcsync, a change the stream could not follow), gets
-// the keys MySQL has now (fromServer, read after horizon), recorded as of
-// horizon.
-func followKeys(ctx context.Context, tables map[cdcsync.TableID]*lake.Table, clean map[cdcsync.TableID]bool,
-	fromServer []cdcsync.ForeignKey, horizon cdcsync.Position, epoch int64, flavor, version string) (map[cdcsync.TableID]capture.TableKeys, []cdcsync.ForeignKey, error) {
-	if capture.CascadesLogged(flavor, version) {
-		return nil, nil, nil
-	}
-	keys := map[cdcsync.TableID]capture.TableKeys{}
-	var actions []cdcsync.ForeignKey
-	for id, t := range tables {
-		k, pos, ok, err := t.ForeignKeys()
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok || clean[id] {
-			k, pos = nil, horizon
-			for _, fk := range fromServer {
-				if fk.Child == id {
-					k = append(k, fk)
-				}
-			}
-			if err := t.SetForeignKeys(ctx, lake.Epoch{Number: epoch, Pos: pos}, k); err != nil {
-				return nil, nil, err
-			}
-		}
-		keys[id] = capture.TableKeys{Keys: k, Pos: pos}
-		for _, fk := range k {
-			if fk.Acts() {
-				actions = append(actions, fk)
-			}
-		}
-	}
-	return keys, actions, nil
-}
-
-// readBinlog reads what the server can still stream (capture.Binlog).
-func readBinlog(ctx context.Context, cfg *config.Config, flavor, serverUUID string) (*capture.Binlog, error) {
-	conn, err := capture.Connect(ctx, &cfg.Source)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	defer conn.Close()
-	b, err := capture.ReadBinlog(ctx, conn, flavor, serverUUID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	return b, nil
-}
-
-// lostPositions returns the tables whose committed position b cannot
-// serve, with why: binlog after it purged, or a history that does not
-// contain it (after a failover, the new server must be a replica that has
-// everything cdcsync read). Tables in skip (copied afresh anyway) are not
-// asked about.
-func lostPositions(b *capture.Binlog, committed map[cdcsync.TableID]lake.Committed, skip map[cdcsync.TableID]bool) (map[cdcsync.TableID]string, error) {
-	lost := map[cdcsync.TableID]string{}
-	for id, c := range committed {
-		if !c.Found || skip[id] {
-			continue
-		}
-		msg, err := b.Missing(c.Pos)
-		if err != nil {
-			return nil, exitError{1, fmt.Errorf("check the committed position of %s on the server: %w", id, err)}
-		}
-		if msg != "" {
-			lost[id] = msg
-		}
-	}
-	return lost, nil
-}
-
-// positionLostError is the end of a session that found tables whose
-// positions the server lost, under source.on_position_lost: fail.
-func positionLostError(cfg *config.Config, lost map[cdcsync.TableID]string, committed map[cdcsync.TableID]lake.Committed) error {
-	var lines, names []string
-	for id, msg := range lost {
-		lines = append(lines, fmt.Sprintf("%s at %s: %s", id, committed[id].Pos, msg))
-		names = append(names, id.String())
-	}
-	sort.Strings(lines)
-	sort.Strings(names)
-	return fmt.Errorf("%w: %s:%d cannot stream what these tables need:\n  - %s\n"+
-		"The changes since were purged, or this server does not have them. Copy the tables again from the server's current position: "+
-		"stop cdcsync, run `cdcsync resync --offline --config FILE %s`, then start it; or set source.on_position_lost: recopy so that run does it",
-		capture.ErrPositionLost, cfg.Source.Host, cfg.Source.Port, strings.Join(lines, "\n  - "), strings.Join(names, " "))
-}
-
-// awaitPreparedXA waits, on a connection of its own, for the XA
-// transactions prepared before the copies' start to end.
-func awaitPreparedXA(ctx context.Context, cfg *config.Config, xids []string, log *slog.Logger) error {
-	conn, err := capture.Connect(ctx, &cfg.Source)
-	if err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	defer conn.Close()
-	if err := capture.AwaitPreparedXA(ctx, conn, xids, log); err != nil {
-		return fmt.Errorf("%w: %w", capture.ErrDisconnected, err)
-	}
-	return nil
-}
-
-// startOnServer checks the stream's start on the server. The checkpoint
-// is only an optimisation: when the server no longer has it but has every
-// streaming table's position, the stream starts at the oldest of those.
-func startOnServer(b *capture.Binlog, start *cdcsync.Position, committed map[cdcsync.TableID]lake.Committed, fresh map[cdcsync.TableID]bool) error {
-	msg, err := b.Missing(*start)
-	if err != nil || msg == "" {
-		return err
-	}
-	var from cdcsync.Position
-	for id, c := range committed {
-		if !c.Found || fresh[id] {
-			continue
-		}
-		if from, err = cdcsync.Earliest(from, c.Pos); err != nil {
-			return exitError{1, err}
-		}
-	}
-	if !from.IsZero() {
-		if m, err := b.Missing(from); err == nil && m == "" {
-			*start = from
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: the server cannot stream from the pipeline checkpoint at %s: %s; "+
-		"copy the tables again: stop cdcsync, run `cdcsync resync --offline --config FILE --all`, then start it", capture.ErrPositionLost, *start, msg)
 }
 
 // tuneMemory applies memory_limit and gc_percent to the Go runtime (the
@@ -731,13 +232,13 @@ func currentGCPercent() int64 {
 }
 
 // watchLag updates the lag gauges every few seconds.
-func (d *daemon) watchLag(ctx context.Context, lk *lake.Lake, pipe *merge.Pipeline) error {
+func (d *daemon) watchLag(ctx context.Context, pipe *merge.Pipeline) {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
 		}
 		d.m.LagSeconds.Set(pipe.Lag().Seconds())
@@ -745,247 +246,6 @@ func (d *daemon) watchLag(ctx context.Context, lk *lake.Lake, pipe *merge.Pipeli
 			d.m.LagBytes.Set(float64(b))
 		}
 	}
-}
-
-// lakeSink adapts lake tables to merge.Sink and merge.Maintainer.
-type lakeSink struct {
-	lake  *lake.Lake
-	m     *metrics.Metrics
-	maint *lake.Maintainer
-	// tables changes on schema changes and stops, which the pipeline
-	// applies from its reading goroutine or (a stop at commit) from its
-	// committing one while the reader looks tables up.
-	mu     sync.RWMutex
-	tables map[cdcsync.TableID]*lake.Table
-}
-
-// table returns a table of the session, nil when it has none (any more).
-func (s *lakeSink) table(id cdcsync.TableID) *lake.Table {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.tables[id]
-}
-
-// RowsWhere reads a table's committed rows for the foreign-key cascades
-// of merge.
-func (s *lakeSink) RowsWhere(ctx context.Context, id cdcsync.TableID, cols []int, vals [][]any) ([]cdcsync.Row, error) {
-	t := s.table(id)
-	if t == nil {
-		return nil, fmt.Errorf("%s is not a mirrored table", id)
-	}
-	return t.RowsWhere(ctx, cols, vals)
-}
-
-func (s *lakeSink) Commit(ctx context.Context, id cdcsync.TableID, d merge.Delta) error {
-	t := s.table(id)
-	if t == nil {
-		return merge.Permanent(fmt.Errorf("a commit to %s, which has no Iceberg table in this session", id))
-	}
-	err := t.Commit(ctx, lake.Epoch{Number: d.Epoch, Pos: d.Pos}, d.Deletes, d.Rows, d.Copy)
-	switch {
-	case errors.Is(err, lake.ErrConflict):
-		return merge.Permanent(err)
-	case errors.Is(err, lake.ErrValue):
-		return merge.StopTable(err)
-	}
-	if err == nil {
-		s.observe(id)
-	}
-	return err
-}
-
-// Maintain runs the maintenance due for the tables of the epoch while the
-// pipeline goes on committing epochs (lake.Table serializes their catalog
-// commits).
-func (s *lakeSink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) error {
-	var tables []*lake.Table
-	for _, id := range ids {
-		// A table being copied gets large files without deletes; compacting
-		// it before the copy ends would rewrite the same rows again and again.
-		if t := s.table(id); t != nil && t.Copying() == nil {
-			tables = append(tables, t)
-		}
-	}
-	reps, err := s.maint.Maintain(ctx, tables)
-	for i, rep := range reps {
-		name := rep.Table.String()
-		result := "ok"
-		switch {
-		case err != nil && i == len(reps)-1:
-			result = "failed"
-		case rep.Task == "compaction" && !rep.Compaction.Committed(),
-			rep.Task == "expiry" && rep.Expiry.Expired == 0,
-			rep.Task == "orphans" && rep.Orphans.Deleted == 0:
-			result = "noop"
-		}
-		s.m.MaintenanceRuns.WithLabelValues(name, rep.Task, result).Inc()
-		s.m.MaintenanceSeconds.WithLabelValues(rep.Task).Observe(rep.Duration.Seconds())
-		switch rep.Task {
-		case "compaction":
-			if c := rep.Compaction; c.Committed() {
-				s.m.CompactionLast.WithLabelValues(name).Set(float64(time.Now().Unix()))
-				s.m.CompactionLastSecs.WithLabelValues(name).Set(c.Duration.Seconds())
-				s.m.CompactionBytes.WithLabelValues(name).Add(float64(c.BytesBefore))
-				s.m.DeleteFilesCompacted.WithLabelValues(name).Add(float64(c.RemovedDeletes))
-			}
-		case "expiry":
-			s.m.SnapshotsExpired.WithLabelValues(name).Add(float64(rep.Expiry.Expired))
-		case "orphans":
-			s.m.OrphanFilesDeleted.WithLabelValues(name).Add(float64(rep.Orphans.Deleted))
-		}
-		if s.table(rep.Table) != nil {
-			s.observe(rep.Table)
-		}
-	}
-	return err
-}
-
-// DeleteColumns says which columns a table's equality deletes need
-// (merge.DeleteColumner).
-func (s *lakeSink) DeleteColumns(id cdcsync.TableID) []int {
-	if t := s.table(id); t != nil {
-		return t.DeleteColumns()
-	}
-	return nil
-}
-
-// observe publishes a table's file and snapshot counts.
-func (s *lakeSink) observe(id cdcsync.TableID) {
-	t := s.table(id)
-	if t == nil {
-		return
-	}
-	st := t.Stats()
-	name := id.String()
-	s.m.TableDataFiles.WithLabelValues(name).Set(float64(st.DataFiles))
-	s.m.TableDeleteFiles.WithLabelValues(name).Set(float64(st.DeleteFiles))
-	s.m.TableDeleteRows.WithLabelValues(name).Set(float64(st.DeleteRows))
-	s.m.TableRecords.WithLabelValues(name).Set(float64(st.Records))
-	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
-	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
-}
-
-// StartCopy empties a table and starts its copy afresh (merge.CopySink).
-func (s *lakeSink) StartCopy(ctx context.Context, id cdcsync.TableID, epoch int64, pos cdcsync.Position) error {
-	t := s.table(id)
-	if t == nil {
-		return fmt.Errorf("%s has no Iceberg table in this session", id)
-	}
-	err := t.StartCopy(ctx, lake.Epoch{Number: epoch, Pos: pos})
-	if errors.Is(err, lake.ErrConflict) {
-		return merge.Permanent(err)
-	}
-	return err
-}
-
-// ApplyDDL applies one schema change to its Iceberg table (merge.DDLSink).
-func (s *lakeSink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, ch *cdcsync.SchemaChange) error {
-	t := s.table(ch.Table)
-	if t == nil {
-		return merge.Permanent(fmt.Errorf("a %s change of %s, which has no Iceberg table in this session", ch.Kind, ch.Table))
-	}
-	log := s.lake.Logger()
-	dropped, err := s.lake.ApplyChange(ctx, t, lake.Epoch{Number: epoch, Pos: pos}, ch)
-	if errors.Is(err, lake.ErrIncompatible) && (ch.Kind == cdcsync.ChangeSchema || ch.Kind == cdcsync.ChangeRename) {
-		// Iceberg refuses the change (a partition source column dropped, a
-		// rename onto an existing table): the table stops, the others go on.
-		// NewID stays set, so the pipeline drops the changes of the new name.
-		*ch = cdcsync.SchemaChange{Table: ch.Table, Kind: cdcsync.ChangeStop, Statement: ch.Statement, NewID: ch.NewID,
-			Reason: fmt.Sprintf("Iceberg refuses the schema change: %v", err)}
-		dropped, err = s.lake.ApplyChange(ctx, t, lake.Epoch{Number: epoch, Pos: pos}, ch)
-	}
-	if err != nil {
-		if errors.Is(err, lake.ErrConflict) || errors.Is(err, lake.ErrIncompatible) {
-			return merge.Permanent(err)
-		}
-		return err
-	}
-	switch ch.Kind {
-	case cdcsync.ChangeSchema:
-		log.Info("schema change applied", "table", ch.Table.String(), "position", pos.String(), "statement", abbreviate(ch.Statement, 300))
-	case cdcsync.ChangeTruncate:
-		log.Info("table truncated", "table", ch.Table.String(), "position", pos.String())
-	case cdcsync.ChangeForeignKeys:
-		if ch.KeysUnknown {
-			log.Info("the foreign keys of a mirrored table changed in a way cdcsync reads from MySQL: the next session reads them",
-				"table", ch.Table.String(), "position", pos.String(), "statement", abbreviate(ch.Statement, 300))
-		} else {
-			log.Info("foreign keys changed", "table", ch.Table.String(), "position", pos.String(), "keys", len(ch.ForeignKeys),
-				"statement", abbreviate(ch.Statement, 300))
-		}
-	case cdcsync.ChangeRename:
-		s.mu.Lock()
-		delete(s.tables, ch.Table)
-		s.tables[ch.NewID] = t
-		s.mu.Unlock()
-	case cdcsync.ChangeDrop:
-		s.forget(ch.Table)
-		if !dropped {
-			info, _ := t.Stopped()
-			log.Warn(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
-		}
-	case cdcsync.ChangeStop:
-		s.forget(ch.Table)
-		info, _ := t.Stopped()
-		log.Error(stoppedMessage(s.lake.Config(), t, info), "table", ch.Table.String(), "position", pos.String())
-	case cdcsync.ChangeRecopy:
-		s.forget(ch.Table)
-		return fmt.Errorf("%w: %s must be copied again at %s (ddl.incompatible: recopy): %s", merge.ErrRestart, ch.Table, pos, ch.Reason)
-	}
-	return nil
-}
-
-// forget removes a table that is not mirrored any more from the session.
-func (s *lakeSink) forget(id cdcsync.TableID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.tables, id)
-}
-
-// stoppedMessage says why a table is not mirrored any more and how to
-// resume it.
-func stoppedMessage(cfg *config.Config, t *lake.Table, info lake.StopInfo) string {
-	ident := strings.Join(t.Ident, ".")
-	if info.Dropped {
-		return fmt.Sprintf("%s was dropped in MySQL at %s; its Iceberg table %s keeps the rows it had then and is no longer mirrored "+
-			"(ddl.drop_table: keep). If a table of that name exists again, drop the Iceberg table %s and restart cdcsync to copy and mirror it",
-			t.ID, info.Position, ident, ident)
-	}
-	msg := fmt.Sprintf("cdcsync stopped mirroring %s at binlog position %s: %s", t.ID, info.Position, info.Reason)
-	if info.Statement != "" {
-		msg += fmt.Sprintf(" (statement %q)", abbreviate(info.Statement, 300))
-	}
-	msg += fmt.Sprintf(". The other tables go on. The Iceberg table %s keeps the rows it had before that position. To mirror the table again, ", ident)
-	if info.NoRecopy {
-		msg += "change the MySQL table so that cdcsync can map it (or exclude it in source.include), then "
-	}
-	msg += fmt.Sprintf("drop the Iceberg table %s (DROP TABLE in Spark or Trino, or through the catalog) and restart cdcsync, which copies it afresh", ident)
-	if cfg != nil && !info.NoRecopy && cfg.IncompatiblePolicy(t.ID.Database, t.ID.Table) != config.DDLRecopy {
-		msg += "; or set ddl_incompatible: recopy for it under tables: (or ddl.incompatible: recopy) so that cdcsync copies such tables again by itself"
-	}
-	return msg
-}
-
-func abbreviate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-// SaveCheckpoint records pos with every table's last committed epoch (see
-// lake.Checkpoint.Holds). The pipeline calls it once the epoch's commits
-// are done and before any schema change, so the tables are not changing.
-func (s *lakeSink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
-	c := lake.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for id, t := range s.tables {
-		if tc, err := t.Committed(); err == nil && tc.Found {
-			c.Tables = append(c.Tables, lake.TableEpoch{Table: id, Epoch: tc.Epoch})
-		}
-	}
-	return s.lake.SaveCheckpoint(ctx, c)
 }
 
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."

@@ -1,4 +1,4 @@
-package main
+package lake
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
-	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
 )
@@ -22,7 +21,7 @@ import (
 // the stop is persisted in the Iceberg table at the position before the
 // epoch, the other table commits the epoch and every later one, the
 // checkpoint passes the epoch, and the pipeline does not fail.
-func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
+func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	yaml := "pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: " +
@@ -36,7 +35,7 @@ func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := Open(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +47,8 @@ func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		}, PrimaryKey: []int{0}}
 	}
 	good, bad := schema("good"), schema("bad")
-	tables := map[cdcsync.TableID]*lake.Table{} // the sink's: it forgets stopped tables
-	held := map[cdcsync.TableID]*lake.Table{}
+	tables := map[cdcsync.TableID]*Table{} // the sink's: it forgets stopped tables
+	held := map[cdcsync.TableID]*Table{}
 	var specs []merge.Table
 	for _, s := range []*cdcsync.TableSchema{good, bad} {
 		tb, err := lk.EnsureTable(ctx, s)
@@ -59,7 +58,7 @@ func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		tables[s.ID], held[s.ID] = tb, tb
 		specs = append(specs, merge.Table{Schema: s})
 	}
-	sink := &lakeSink{lake: lk, tables: tables, m: metrics.New(), maint: lk.NewMaintainer(cfg.Maintenance, nil)}
+	sink := lk.NewSink(tables, metrics.New(), lk.NewMaintainer(cfg.Maintenance, nil))
 	at := func(n int) cdcsync.Position {
 		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-" + string(rune('0'+n))}
 	}
@@ -91,11 +90,11 @@ func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
 	if info.Position != at(0) || !info.NoRecopy {
 		t.Errorf("stopped at %v (no recopy %v), want at %v, before the refused epoch, with no recopy", info.Position, info.NoRecopy, at(0))
 	}
-	rows, err := lake.ReadRows(ctx, held[bad.ID].Iceberg(), bad, 0)
+	rows, err := ReadRows(ctx, held[bad.ID].Iceberg(), bad, 0)
 	if err != nil || len(rows) != 0 {
 		t.Errorf("shop.bad holds %v (%v), want nothing of the refused epoch", rows, err)
 	}
-	rows, err = lake.ReadRows(ctx, held[good.ID].Iceberg(), good, 0)
+	rows, err = ReadRows(ctx, held[good.ID].Iceberg(), good, 0)
 	if err != nil || len(rows) != 3 {
 		t.Errorf("shop.good holds %v (%v), want its 3 rows", rows, err)
 	}
@@ -104,3 +103,13 @@ func TestLakeSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		t.Errorf("checkpoint %v (found %v, %v), want %v", ck.Pos, ok, err, at(3))
 	}
 }
+
+// Sink is what the pipeline needs of the lake, with every optional part.
+var (
+	_ merge.Sink           = (*Sink)(nil)
+	_ merge.DDLSink        = (*Sink)(nil)
+	_ merge.CopySink       = (*Sink)(nil)
+	_ merge.Maintainer     = (*Sink)(nil)
+	_ merge.RowFinder      = (*Sink)(nil)
+	_ merge.DeleteColumner = (*Sink)(nil)
+)

@@ -17,9 +17,10 @@ import (
 // (indexes, constraints, table options, expressions) is skipped by balanced
 // parentheses. A clause it does not know makes the whole statement "not
 // understood", which stops the tables it touches: a statement is never
-// skipped silently. (The TiDB parser would need a module that go.sum does
-// not hold; and a row event whose table map disagrees with the schema the
-// parser produced is caught at the next rows event, see checkTableMap.)
+// skipped silently. parseDDL tries the TiDB parser first (ddltidb.go) and
+// uses this one for the statements it refuses; a row event whose table map
+// disagrees with the schema the parser produced is caught at the next rows
+// event, see checkTableMap.
 
 type tokKind int
 
@@ -566,8 +567,18 @@ type alterSpec struct {
 
 // parseDDL parses q. A statement that is not about tables (or about
 // temporary tables) comes back as stmtOther; a statement about tables that
-// cannot be parsed is an error.
+// cannot be parsed is an error. The TiDB parser (ddltidb.go) parses first;
+// a statement it refuses (MariaDB-only syntax, mostly) goes to the
+// hand-written parser below.
 func parseDDL(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
+	if st, err := parseDDLTiDB(q, db, flavor, mode); !errors.Is(err, errTiDBFallback) {
+		return st, err
+	}
+	return parseDDLHand(q, db, flavor, mode)
+}
+
+// parseDDLHand parses q with the hand-written parser.
+func parseDDLHand(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
 	toks, err := lex(q, mode)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,10 @@ STATICCHECK_VERSION="v0.8.2"
 TOXIPROXY_PKG="github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_MODULE="github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION="v2.5.0"
+# gotestsum runs go test and keeps its JSON events, so the slowest tests of
+# every run are listed at the end (CI must stay well under 30 minutes).
+GOTESTSUM_PKG="gotest.tools/gotestsum"
+GOTESTSUM_VERSION="v1.13.0"
 TEST_TIMEOUT="${CDCSYNC_TEST_TIMEOUT:-40m}"
 RACE_MODE="${CDCSYNC_TEST_RACE:-all}"
 
@@ -126,6 +130,7 @@ fi
 banner "Installing pinned tools into .tools/bin if missing"
 go_install "$MINIO_PKG" "$MINIO_PKG" "$MINIO_VERSION" minio
 go_install "$STATICCHECK_PKG" "$STATICCHECK_MODULE" "$STATICCHECK_VERSION" staticcheck
+go_install "$GOTESTSUM_PKG" "$GOTESTSUM_PKG" "$GOTESTSUM_VERSION" gotestsum
 # Toxiproxy cuts, blackholes and resets connections in the fault tests.
 go_install "$TOXIPROXY_PKG" "$TOXIPROXY_MODULE" "$TOXIPROXY_VERSION" toxiproxy-server server
 # The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17
@@ -170,14 +175,29 @@ for p in "${all_pkgs[@]}"; do
 	esac
 done
 
+# gotest runs go test through gotestsum (output like go test's, events in
+# .test/NAME.json for the timing summary).
+mkdir -p "$REPO/.test"
+gotest() {
+	local name="$1"
+	shift
+	gotestsum --format standard-quiet --jsonfile "$REPO/.test/$name.json" -- "$@"
+}
 if [ "${#race_pkgs[@]}" -gt 0 ]; then
 	banner "go test -race -count=1 -timeout $TEST_TIMEOUT (${#race_pkgs[@]} packages)"
-	go test -race -count=1 -timeout "$TEST_TIMEOUT" "$@" "${race_pkgs[@]}" || failed+=("go test -race")
+	gotest race -race -count=1 -timeout "$TEST_TIMEOUT" "$@" "${race_pkgs[@]}" || failed+=("go test -race")
 fi
 if [ "${#plain_pkgs[@]}" -gt 0 ]; then
 	banner "go test -count=1 -timeout $TEST_TIMEOUT (${#plain_pkgs[@]} packages, without -race)"
-	go test -count=1 -timeout "$TEST_TIMEOUT" "$@" "${plain_pkgs[@]}" || failed+=("go test")
+	gotest plain -count=1 -timeout "$TEST_TIMEOUT" "$@" "${plain_pkgs[@]}" || failed+=("go test")
 fi
+
+banner "Slowest tests (over 30 s)"
+for f in "$REPO"/.test/race.json "$REPO"/.test/plain.json; do
+	if [ -s "$f" ]; then
+		gotestsum tool slowest --jsonfile "$f" --threshold 30s || true
+	fi
+done
 
 banner "Summary"
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -49,15 +49,26 @@ func newFKLoad(t *testing.T, dbName string, seed uint64) *fkLoad {
 }
 
 // exec runs a statement; a foreign-key or duplicate-key refusal (the random
-// id is gone or taken) is a normal outcome.
+// id is gone or taken) is a normal outcome, and so is a deadlock or a lock
+// wait timeout with the concurrent ALTER TABLE (the server rolled the
+// statement, or its transaction, back: errRolledBack).
 func (l *fkLoad) exec(q string, args ...any) error {
 	_, err := l.conn.Execute(q, args...)
 	var my *mysql.MyError
-	if errors.As(err, &my) && (my.Code == 1451 || my.Code == 1452 || my.Code == 1062) {
-		return nil
+	if errors.As(err, &my) {
+		switch my.Code {
+		case 1451, 1452, 1062:
+			return nil
+		case 1213, 1205:
+			return errRolledBack
+		}
 	}
 	return err
 }
+
+// errRolledBack is a deadlock or lock wait timeout: InnoDB rolled back the
+// transaction, which MySQL then does not have either.
+var errRolledBack = errors.New("rolled back by the server")
 
 func (l *fkLoad) id() int { l.next++; return l.next }
 
@@ -78,6 +89,16 @@ func (l *fkLoad) order() error {
 	return l.txn(stmts...)
 }
 
+// single runs one statement in a transaction of its own.
+func (l *fkLoad) single(q string, args ...any) error {
+	err := l.exec(q, args...)
+	if errors.Is(err, errRolledBack) {
+		l.stats["rolled back"]++
+		return nil
+	}
+	return err
+}
+
 func (l *fkLoad) txn(stmts ...string) error {
 	if err := l.conn.Begin(); err != nil {
 		return err
@@ -85,6 +106,10 @@ func (l *fkLoad) txn(stmts ...string) error {
 	for _, s := range stmts {
 		if err := l.exec(s); err != nil {
 			_ = l.conn.Rollback()
+			if errors.Is(err, errRolledBack) {
+				l.stats["rolled back"]++
+				return nil
+			}
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
@@ -98,16 +123,16 @@ func (l *fkLoad) step() error {
 		return l.order()
 	case n < 10:
 		l.stats["order deletes"]++
-		return l.exec("DELETE FROM orders WHERE id = ?", l.some())
+		return l.single("DELETE FROM orders WHERE id = ?", l.some())
 	case n < 12:
 		l.stats["order key changes"]++
-		return l.exec("UPDATE orders SET id = ? WHERE id = ?", l.id(), l.some())
+		return l.single("UPDATE orders SET id = ? WHERE id = ?", l.id(), l.some())
 	case n < 14:
 		l.stats["item deletes"]++
-		return l.exec("DELETE FROM order_items WHERE id = ?", l.some())
+		return l.single("DELETE FROM order_items WHERE id = ?", l.some())
 	case n < 15:
 		l.stats["item moves"]++
-		return l.exec("UPDATE order_items i JOIN orders o ON o.id = ? SET i.order_id = o.id, i.region = o.region WHERE i.id = ?", l.some(), l.some())
+		return l.single("UPDATE order_items i JOIN orders o ON o.id = ? SET i.order_id = o.id, i.region = o.region WHERE i.id = ?", l.some(), l.some())
 	case n < 17:
 		// A child inserted, then its parent deleted, in one transaction.
 		l.stats["insert then cascade"]++
@@ -127,7 +152,7 @@ func (l *fkLoad) step() error {
 		return l.txn(stmts...)
 	default:
 		l.stats["staff deletes"]++
-		return l.exec("DELETE FROM staff WHERE id = ?", l.some())
+		return l.single("DELETE FROM staff WHERE id = ?", l.some())
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
 // This file turns parsed DDL statements into schema changes of the mirrored
@@ -24,7 +26,7 @@ var errNotUnderstood = errors.New("not understood")
 type wcol struct {
 	col     cdcsync.Column
 	from    string // name before the statement; "" for a new column
-	def     *ColumnDef
+	def     *ddlparse.ColumnDef
 	fill    *string // new column: the text of the value existing rows get
 	unknown string  // new column: why that value cannot be known
 	changed bool    // MODIFY/CHANGE redefined it
@@ -44,11 +46,11 @@ type alterResult struct {
 // LoadSchema maps information_schema. tableCharset is the table's default
 // character set when known; a text column without one is taken as utf8mb4,
 // which the table map of the next rows event verifies (checkTableMap).
-func columnFromDef(d *ColumnDef, tableCharset string) (cdcsync.Column, error) {
+func columnFromDef(d *ddlparse.ColumnDef, tableCharset string) (cdcsync.Column, error) {
 	dt := d.DataType
 	charset := d.Charset
 	if charset == "" && d.Collate != "" {
-		charset = CharsetOfCollation(d.Collate)
+		charset = ddlparse.CharsetOfCollation(d.Collate)
 	}
 	if charset == "" && d.National {
 		charset = "utf8mb3"
@@ -111,7 +113,7 @@ func columnFromDef(d *ColumnDef, tableCharset string) (cdcsync.Column, error) {
 
 // implicitFill is the value MySQL gives the existing rows in a new NOT NULL
 // column without a DEFAULT.
-func implicitFill(d *ColumnDef, c *cdcsync.Column) (*string, string) {
+func implicitFill(d *ddlparse.ColumnDef, c *cdcsync.Column) (*string, string) {
 	zero := "0"
 	empty := ""
 	str := func(s string) (*string, string) { return &s, "" }
@@ -126,7 +128,7 @@ func implicitFill(d *ColumnDef, c *cdcsync.Column) (*string, string) {
 	case "set":
 		return str("")
 	case "bit":
-		return str(strings.Repeat("\x00", (atoiOr(firstArg(c.ColumnType), 1)+7)/8))
+		return str(strings.Repeat("\x00", (strutil.AtoiOr(firstArg(c.ColumnType), 1)+7)/8))
 	case "time":
 		return str("00:00:00")
 	case "year":
@@ -147,7 +149,7 @@ func implicitFill(d *ColumnDef, c *cdcsync.Column) (*string, string) {
 }
 
 // newColumnFill says what the rows that already exist get in a new column.
-func newColumnFill(d *ColumnDef, c *cdcsync.Column) (*string, string) {
+func newColumnFill(d *ddlparse.ColumnDef, c *cdcsync.Column) (*string, string) {
 	switch {
 	case d.AutoIncrement:
 		return nil, "AUTO_INCREMENT numbers the existing rows"
@@ -165,7 +167,7 @@ func newColumnFill(d *ColumnDef, c *cdcsync.Column) (*string, string) {
 		case strings.EqualFold(c.DataType, "char"):
 			s = strings.TrimRight(s, " ")
 		case c.Kind == cdcsync.KindTimestamp:
-			fsp := atoiOr(firstArg(c.ColumnType), 0)
+			fsp := strutil.AtoiOr(firstArg(c.ColumnType), 0)
 			if _, frac, ok := strings.Cut(s, "."); ok && len(strings.TrimRight(frac, "0")) > fsp {
 				return nil, fmt.Sprintf("its default %q has more fractional digits than the column keeps", s)
 			}
@@ -221,7 +223,7 @@ func fills(s *cdcsync.TableSchema, src []cdcsync.ColumnSource) ([]any, string) {
 // the statement does not apply to cur (a column it names is missing); a
 // change Iceberg cannot express comes back as res.problem, a type cdcsync
 // cannot map as res.unsupported.
-func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mode SQLMode, ignore bool) (*alterResult, error) {
+func applyAlter(cur *cdcsync.TableSchema, charset string, specs []ddlparse.AlterSpec, mode ddlparse.SQLMode, ignore bool) (*alterResult, error) {
 	cols := make([]*wcol, len(cur.Columns))
 	for i, c := range cur.Columns {
 		cols[i] = &wcol{col: c, from: c.Name}
@@ -270,7 +272,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 			res.unsupported = err.Error()
 		}
 	}
-	build := func(d *ColumnDef) (cdcsync.Column, bool) {
+	build := func(d *ddlparse.ColumnDef) (cdcsync.Column, bool) {
 		c, err := columnFromDef(d, res.charset)
 		if err != nil {
 			unsupported(err)
@@ -280,10 +282,10 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 	}
 	for _, sp := range specs {
 		switch sp.Op {
-		case SpecAddColumn:
+		case ddlparse.SpecAddColumn:
 			defs := sp.Columns
 			if sp.Column != nil {
-				defs = []*ColumnDef{sp.Column}
+				defs = []*ddlparse.ColumnDef{sp.Column}
 			}
 			for j, d := range defs {
 				if find(d.Name) >= 0 {
@@ -308,7 +310,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 					pk = []string{d.Name}
 				}
 			}
-		case SpecDropColumn:
+		case ddlparse.SpecDropColumn:
 			i := find(sp.Name)
 			if i < 0 {
 				if sp.IfExists {
@@ -318,7 +320,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 			}
 			cols = slices.Delete(cols, i, i+1)
 			pk = slices.DeleteFunc(pk, func(k string) bool { return strings.EqualFold(k, sp.Name) })
-		case SpecModify, SpecChange:
+		case ddlparse.SpecModify, ddlparse.SpecChange:
 			i := find(sp.Name)
 			if i < 0 {
 				if sp.IfExists {
@@ -345,7 +347,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 			if sp.Column.PrimaryKey {
 				pk = []string{c.Name}
 			}
-		case SpecRenameColumn:
+		case ddlparse.SpecRenameColumn:
 			i := find(sp.Name)
 			if i < 0 {
 				if sp.IfExists {
@@ -358,7 +360,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 			}
 			renamePK(cols[i].col.Name, sp.NewName)
 			cols[i].col.Name = sp.NewName
-		case SpecAddPK:
+		case ddlparse.SpecAddPK:
 			for _, k := range sp.PrimaryKey {
 				i := find(k)
 				if i < 0 {
@@ -367,9 +369,9 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 				cols[i].col.Nullable = false
 			}
 			pk = slices.Clone(sp.PrimaryKey)
-		case SpecDropPK:
+		case ddlparse.SpecDropPK:
 			pk = nil
-		case SpecConvert:
+		case ddlparse.SpecConvert:
 			res.charset = sp.Charset
 			for _, w := range cols {
 				switch w.col.Kind {
@@ -383,16 +385,16 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 					}
 				}
 			}
-		case SpecCharset:
+		case ddlparse.SpecCharset:
 			res.charset = sp.Charset
-		case SpecDataChange:
+		case ddlparse.SpecDataChange:
 			if res.problem == "" {
-				res.problem = fmt.Sprintf("%q changes rows without writing them to the binlog", abbreviate(sp.Text, 80))
+				res.problem = fmt.Sprintf("%q changes rows without writing them to the binlog", strutil.Abbreviate(sp.Text, 80))
 			}
-		case SpecRenameTable:
+		case ddlparse.SpecRenameTable:
 			id := sp.Table
 			res.renameTo = &id
-		case SpecNoop, SpecAddFK, SpecDropFK, SpecDropConstraint:
+		case ddlparse.SpecNoop, ddlparse.SpecAddFK, ddlparse.SpecDropFK, ddlparse.SpecDropConstraint:
 		}
 	}
 	s := &cdcsync.TableSchema{ID: cur.ID}
@@ -436,8 +438,8 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []AlterSpec, mod
 	return res, nil
 }
 
-func opName(op SpecOp) string {
-	if op == SpecChange {
+func opName(op ddlparse.SpecOp) string {
+	if op == ddlparse.SpecChange {
 		return "CHANGE COLUMN"
 	}
 	return "MODIFY COLUMN"
@@ -460,7 +462,7 @@ func intRange(c *cdcsync.Column) (lo, hi float64) {
 func textLimit(c *cdcsync.Column) int {
 	switch strings.ToLower(c.DataType) {
 	case "char", "varchar", "binary", "varbinary":
-		return atoiOr(firstArg(c.ColumnType), 1)
+		return strutil.AtoiOr(firstArg(c.ColumnType), 1)
 	case "tinytext", "tinyblob":
 		return 255
 	case "text", "blob":
@@ -529,7 +531,7 @@ func columnChangeProblem(old, nw *cdcsync.Column, strict bool) string {
 				return bad("FLOAT(M,D)/DOUBLE(M,D) round the values")
 			}
 		case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ, cdcsync.KindTime:
-			if atoiOr(firstArg(nw.ColumnType), 0) < atoiOr(firstArg(old.ColumnType), 0) {
+			if strutil.AtoiOr(firstArg(nw.ColumnType), 0) < strutil.AtoiOr(firstArg(old.ColumnType), 0) {
 				return bad("fewer fractional seconds round the values")
 			}
 		}
@@ -552,7 +554,7 @@ func columnChangeProblem(old, nw *cdcsync.Column, strict bool) string {
 
 // schemaFromCreate builds the schema of a CREATE TABLE (...). It returns
 // the table's default character set too.
-func schemaFromCreate(id cdcsync.TableID, def *CreateDef, dbCharset string) (*cdcsync.TableSchema, []*ColumnDef, string, error) {
+func schemaFromCreate(id cdcsync.TableID, def *ddlparse.CreateDef, dbCharset string) (*cdcsync.TableSchema, []*ddlparse.ColumnDef, string, error) {
 	cs := def.Charset
 	if cs == "" {
 		cs = dbCharset

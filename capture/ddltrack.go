@@ -14,6 +14,8 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture/binlogpos"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -135,9 +137,9 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 	if !tableDDLStart.MatchString(q) {
 		return nil
 	}
-	mode := ParseSQLMode(status)
+	mode := ddlparse.ParseSQLMode(status)
 	probe := r.probe(h)
-	st, err := Parse(q, db, r.cfg.Flavor, mode)
+	st, err := ddlparse.Parse(q, db, r.cfg.Flavor, mode)
 	var changes []cdcsync.SchemaChange
 	if err != nil {
 		st = nil
@@ -166,7 +168,7 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 
 // unparsed handles a DDL statement that cannot be parsed: every mirrored
 // table it names stops (or is copied again under the recopy policy).
-func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode SQLMode, perr error) ([]cdcsync.SchemaChange, error) {
+func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode ddlparse.SQLMode, perr error) ([]cdcsync.SchemaChange, error) {
 	named := map[cdcsync.TableID]bool{}
 	if m := ddlTable.FindStringSubmatch(q); m != nil {
 		named[parseTableName(db, m[2])] = true
@@ -176,15 +178,9 @@ func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode SQLMode, perr e
 			return nil, fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
 		}
 	}
-	if toks, err := lex(q, mode); err == nil {
-		for i, t := range toks {
-			if t.kind != tkWord && t.kind != tkQuoted {
-				continue
-			}
-			if i+2 < len(toks) && isPunctTok(toks[i+1], ".") && (toks[i+2].kind == tkWord || toks[i+2].kind == tkQuoted) {
-				named[cdcsync.TableID{Database: t.text, Table: toks[i+2].text}] = true
-			}
-			named[cdcsync.TableID{Database: db, Table: t.text}] = true
+	if ids, err := ddlparse.CandidateTables(q, db, mode); err == nil {
+		for _, id := range ids {
+			named[id] = true
 		}
 	} else {
 		for id := range r.tables {
@@ -224,13 +220,13 @@ func cloneShadow(s *cdcsync.Shadow) *cdcsync.Shadow {
 	return &c
 }
 
-func (r *reader) apply(probe *cdcsync.Txn, st *Stmt, q string, mode SQLMode) ([]cdcsync.SchemaChange, error) {
+func (r *reader) apply(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddlparse.SQLMode) ([]cdcsync.SchemaChange, error) {
 	switch st.Kind {
-	case StmtAlter:
+	case ddlparse.StmtAlter:
 		return r.alter(probe, st, q, mode)
-	case StmtCreate:
+	case ddlparse.StmtCreate:
 		return r.create(probe, st, q)
-	case StmtDrop:
+	case ddlparse.StmtDrop:
 		if st.Temporary {
 			return nil, nil
 		}
@@ -239,7 +235,7 @@ func (r *reader) apply(probe *cdcsync.Txn, st *Stmt, q string, mode SQLMode) ([]
 			out = append(out, r.dropped(probe, id, "DROP TABLE")...)
 		}
 		return out, nil
-	case StmtDropDatabase:
+	case ddlparse.StmtDropDatabase:
 		named := map[cdcsync.TableID]bool{}
 		for id := range r.tables {
 			if id.Database == st.Database {
@@ -256,12 +252,12 @@ func (r *reader) apply(probe *cdcsync.Txn, st *Stmt, q string, mode SQLMode) ([]
 			out = append(out, r.dropped(probe, id, "DROP DATABASE")...)
 		}
 		return out, nil
-	case StmtTruncate:
+	case ddlparse.StmtTruncate:
 		if r.tables[st.Table] != nil && !r.covered(st.Table, probe) {
 			return []cdcsync.SchemaChange{{Table: st.Table, Kind: cdcsync.ChangeTruncate}}, nil
 		}
 		return nil, nil
-	case StmtRename:
+	case ddlparse.StmtRename:
 		return r.rename(probe, st.Renames, q)
 	}
 	return nil, nil
@@ -294,7 +290,7 @@ func (r *reader) droppedKeep(probe *cdcsync.Txn, id cdcsync.TableID, why string,
 	return nil
 }
 
-func (r *reader) alter(probe *cdcsync.Txn, st *Stmt, q string, mode SQLMode) ([]cdcsync.SchemaChange, error) {
+func (r *reader) alter(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddlparse.SQLMode) ([]cdcsync.SchemaChange, error) {
 	id := st.Table
 	ignore := alterIgnore.MatchString(q)
 	var out []cdcsync.SchemaChange
@@ -364,14 +360,14 @@ func (r *reader) alter(probe *cdcsync.Txn, st *Stmt, q string, mode SQLMode) ([]
 	// A table cdcsync does not follow; only a rename into a mirrored name
 	// matters.
 	for _, sp := range st.Specs {
-		if sp.Op == SpecRenameTable {
+		if sp.Op == ddlparse.SpecRenameTable {
 			return r.rename(probe, [][2]cdcsync.TableID{{id, sp.Table}}, q)
 		}
 	}
 	return nil, nil
 }
 
-func (r *reader) create(probe *cdcsync.Txn, st *Stmt, q string) ([]cdcsync.SchemaChange, error) {
+func (r *reader) create(probe *cdcsync.Txn, st *ddlparse.Stmt, q string) ([]cdcsync.SchemaChange, error) {
 	if st.Temporary {
 		return nil, nil
 	}
@@ -587,7 +583,7 @@ func (r *reader) rename(probe *cdcsync.Txn, pairs [][2]cdcsync.TableID, q string
 		}
 	}
 	if newTable && !covers(r.cfg.Horizon, probe) {
-		r.restart = fmt.Errorf("%w: %q at %s gives a mirrored name a table cdcsync has not copied", ErrNewTable, abbreviate(q, 120), r.position())
+		r.restart = fmt.Errorf("%w: %q at %s gives a mirrored name a table cdcsync has not copied", ErrNewTable, strutil.Abbreviate(q, 120), r.position())
 	}
 	return out, nil
 }

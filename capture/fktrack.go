@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
 // Foreign keys through the binlog. Where the server does not log cascades
@@ -42,7 +44,7 @@ func (r *reader) initKeys() {
 
 // foreignKeyDDL returns the key changes of the DDL statement q (st nil:
 // not parsed).
-func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *Stmt) []cdcsync.SchemaChange {
+func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *ddlparse.Stmt) []cdcsync.SchemaChange {
 	if st == nil {
 		if !fkMention.MatchString(q) {
 			return nil
@@ -54,9 +56,9 @@ func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *Stmt) []cdc
 		return r.keysUnknown(probe, q, parseTableName(db, m[2]))
 	}
 	switch st.Kind {
-	case StmtAlter:
+	case ddlparse.StmtAlter:
 		return r.alterKeys(probe, q, st)
-	case StmtRename:
+	case ddlparse.StmtRename:
 		var touched []cdcsync.TableID
 		for _, p := range st.Renames {
 			touched = append(touched, r.keyTables(p[0])...)
@@ -64,7 +66,7 @@ func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *Stmt) []cdc
 			delete(r.keys, p[0])
 		}
 		return r.keysUnknown(probe, q, touched...)
-	case StmtCreate:
+	case ddlparse.StmtCreate:
 		// A table created anew is copied, its keys read with it; CREATE OR
 		// REPLACE of a mirrored table is copied again too.
 		if st.OrReplace && fkMention.MatchString(q) {
@@ -99,20 +101,20 @@ func (r *reader) keysCovered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	return r.covered(id, probe) || k != nil && covers(k.Pos, probe)
 }
 
-func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *Stmt) []cdcsync.SchemaChange {
+func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlparse.Stmt) []cdcsync.SchemaChange {
 	id := st.Table
 	// Renamed columns and tables are renamed in the keys that name them
 	// by InnoDB; cdcsync reads those keys again.
 	var renamed []string
 	for _, sp := range st.Specs {
 		switch sp.Op {
-		case SpecChange:
+		case ddlparse.SpecChange:
 			if sp.Column != nil && !strings.EqualFold(sp.Column.Name, sp.Name) {
 				renamed = append(renamed, sp.Name)
 			}
-		case SpecRenameColumn:
+		case ddlparse.SpecRenameColumn:
 			renamed = append(renamed, sp.Name)
-		case SpecRenameTable:
+		case ddlparse.SpecRenameTable:
 			return r.keysUnknown(probe, q, append(r.keyTables(id), sp.Table)...)
 		}
 	}
@@ -141,7 +143,7 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *Stmt) []cdcsync.Sch
 	changed := false
 	for _, sp := range st.Specs {
 		switch sp.Op {
-		case SpecAddFK:
+		case ddlparse.SpecAddFK:
 			if sp.ForeignKey.Parent.Database == "" {
 				sp.ForeignKey.Parent.Database = id.Database
 			}
@@ -150,13 +152,13 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *Stmt) []cdcsync.Sch
 			keys = slices.DeleteFunc(keys, func(x cdcsync.ForeignKey) bool { return strings.EqualFold(x.Name, fk.Name) })
 			keys = append(keys, fk)
 			changed = true
-		case SpecDropFK, SpecDropConstraint:
+		case ddlparse.SpecDropFK, ddlparse.SpecDropConstraint:
 			n := len(keys)
 			keys = slices.DeleteFunc(keys, func(x cdcsync.ForeignKey) bool { return strings.EqualFold(x.Name, sp.Name) })
 			switch {
 			case len(keys) < n:
 				changed = true
-			case sp.Op == SpecDropFK && !sp.IfExists:
+			case sp.Op == ddlparse.SpecDropFK && !sp.IfExists:
 				// A key cdcsync does not know (a generated name it
 				// predicted otherwise): MySQL knows which went.
 				return r.keysUnknown(probe, q, id)
@@ -173,7 +175,7 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *Stmt) []cdcsync.Sch
 // keyName is the name the server gives a key ADD FOREIGN KEY creates:
 // CONSTRAINT's, else (MariaDB) the index name, else table_ibfk_N with N
 // one above the highest such number of the table.
-func (r *reader) keyName(id cdcsync.TableID, fk *ForeignKeyDef, keys []cdcsync.ForeignKey) string {
+func (r *reader) keyName(id cdcsync.TableID, fk *ddlparse.ForeignKeyDef, keys []cdcsync.ForeignKey) string {
 	switch {
 	case fk.Name != "":
 		return fk.Name
@@ -207,7 +209,7 @@ func (r *reader) keysUnknown(probe *cdcsync.Txn, q string, ids ...cdcsync.TableI
 		out = append(out, cdcsync.SchemaChange{Table: id, Kind: cdcsync.ChangeForeignKeys, KeysUnknown: true})
 	}
 	if len(out) > 0 && r.restart == nil {
-		r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, abbreviate(q, 120), r.position())
+		r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, strutil.Abbreviate(q, 120), r.position())
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ import (
 )
 
 // This file parses DDL with the TiDB parser (github.com/pingcap/tidb/pkg/parser)
-// and builds the same ddlStmt the hand-written parser of ddlparse.go builds.
-// parseDDL uses it first and falls back to the hand-written parser for a
+// and builds the same Stmt the hand-written parser of hand.go builds.
+// Parse uses it first and falls back to the hand-written parser for a
 // statement it refuses (errTiDBFallback): MariaDB-only syntax the TiDB
 // grammar does not have (ALTER ONLINE, WAIT n/NOWAIT, CREATE OR REPLACE,
 // INET6, UUID, INVISIBLE, PERSISTENT, DROP FOREIGN KEY IF EXISTS, /*M!
@@ -28,7 +28,7 @@ import (
 // spellings whose meaning the TiDB AST does not keep (see tidbAmbiguous).
 // Source text the AST does not keep is taken from the statement's tokens
 // (lex): the names around FOREIGN KEY and which keyword a DROP CHECK or
-// DROP CONSTRAINT used. The differential test is ddltidb_test.go.
+// DROP CONSTRAINT used. The differential test is tidb_test.go.
 
 // errTiDBFallback means the TiDB parser or this adapter cannot build the
 // statement the way the hand-written parser would.
@@ -69,8 +69,8 @@ func tidbAmbiguous(q string, toks []token) string {
 	return ""
 }
 
-// parseDDLTiDB parses q with the TiDB parser and builds the ddlStmt
-// parseDDL builds; an error wrapping errTiDBFallback means the statement
+// parseDDLTiDB parses q with the TiDB parser and builds the Stmt
+// Parse builds; an error wrapping errTiDBFallback means the statement
 // is for the hand-written parser.
 func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	toks, err := lex(q, mode)
@@ -135,7 +135,7 @@ func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	return nil, tidbFallback("%T", stmts[0])
 }
 
-// tidbAdapter builds a ddlStmt from the TiDB AST of one statement.
+// tidbAdapter builds a Stmt from the TiDB AST of one statement.
 type tidbAdapter struct {
 	q      string
 	toks   []token
@@ -283,8 +283,8 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 }
 
 // tableOptions maps table options as the hand-written parser does: a
-// character set (with the collation after it) is one specCharset, CONVERT
-// TO one specConvert, ENGINE=BLACKHOLE a data change, anything else a noop.
+// character set (with the collation after it) is one SpecCharset, CONVERT
+// TO one SpecConvert, ENGINE=BLACKHOLE a data change, anything else a noop.
 func (a *tidbAdapter) tableOptions(opts []*ast.TableOption) ([]AlterSpec, error) {
 	var out []AlterSpec
 	for i := 0; i < len(opts); i++ {
@@ -461,7 +461,7 @@ func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*Stmt, error) {
 	return s, nil
 }
 
-// tidbTypes maps the AST's type codes to the names ddlparse.go uses.
+// tidbTypes maps the AST's type codes to the names hand.go uses.
 var tidbTypes = map[byte]string{
 	mysql.TypeTiny: "tinyint", mysql.TypeShort: "smallint", mysql.TypeInt24: "mediumint", mysql.TypeLong: "int",
 	mysql.TypeLonglong: "bigint", mysql.TypeNewDecimal: "decimal", mysql.TypeFloat: "float", mysql.TypeDouble: "double",
@@ -559,7 +559,7 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 }
 
 // defaultOf sets the default of d from the expression after DEFAULT: a
-// literal's text, or an expression's text in defExpr.
+// literal's text, or an expression's text in DefaultExpr.
 func defaultOf(d *ColumnDef, e ast.ExprNode) error {
 	d.hasDef = true
 	lit := e

@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -12,17 +12,17 @@ import (
 
 // The differential test of the two DDL parsers: every statement goes
 // through the TiDB parser (parseDDLTiDB) and the hand-written one
-// (parseDDLHand). Either the two build the same ddlStmt, or the TiDB
+// (parseDDLHand). Either the two build the same Stmt, or the TiDB
 // parser refuses the statement (errTiDBFallback) and the case says why in
 // its fallback field; a case whose fallback no longer happens fails too,
 // so the list stays exact.
 //
 // The comparison leaves out what only the hand-written parser can keep
-// and nothing reads: colDef.typeText (the type as written, unused),
-// alterSpec.text (the clause as written) except for specDataChange, which
-// messages quote, and specNoop clauses (indexes, options: applyAlter and
-// the key tracking skip them). A text the AST renders (alterSpec.text of a
-// data change, colDef.defExpr) is compared ignoring case, blanks,
+// and nothing reads: ColumnDef.typeText (the type as written, unused),
+// AlterSpec.Text (the clause as written) except for SpecDataChange, which
+// messages quote, and SpecNoop clauses (indexes, options: capture's
+// applyAlter and key tracking skip them). A text the AST renders
+// (AlterSpec.Text of a data change, ColumnDef.DefaultExpr) is compared ignoring case, blanks,
 // backquotes and empty argument lists (CURRENT_TIMESTAMP()).
 
 type ddlCase struct {
@@ -393,7 +393,7 @@ func comparableStmt(st *Stmt) *Stmt {
 	return &c
 }
 
-// describeStmt renders a ddlStmt for a diff, one field a line.
+// describeStmt renders a Stmt for a diff, one field a line.
 func describeStmt(st *Stmt) string {
 	if st == nil {
 		return "<nil>"
@@ -493,7 +493,7 @@ func TestDDLParsersAgree(t *testing.T) {
 	t.Logf("%d statements: %d equal, %d for the hand-written parser (%d of them refused by both)", len(cases), equal, fellBack, bothRefuse)
 }
 
-// TestParseDDLFallsBack checks parseDDL takes the TiDB parser's result and
+// TestParseDDLFallsBack checks Parse takes the TiDB parser's result and
 // the hand-written parser's for what the TiDB parser refuses.
 func TestParseDDLFallsBack(t *testing.T) {
 	m := SQLMode{Strict: true}

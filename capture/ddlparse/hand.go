@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -7,20 +7,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
-// This file parses the DDL statements that change tables: ALTER TABLE,
-// CREATE TABLE, DROP TABLE, DROP DATABASE, RENAME TABLE and TRUNCATE TABLE,
-// as MySQL and MariaDB write them into the binlog. It is a small recursive
-// descent parser for exactly what cdcsync needs (column definitions, primary
-// keys, table names); everything inside a statement it does not need
-// (indexes, constraints, table options, expressions) is skipped by balanced
+// This file is the hand-written parser of the DDL statements that change
+// tables: ALTER TABLE, CREATE TABLE, DROP TABLE, DROP DATABASE, RENAME
+// TABLE and TRUNCATE TABLE, as MySQL and MariaDB write them into the
+// binlog, and the lexer both parsers use. It is a small recursive descent
+// parser for exactly what cdcsync needs (column definitions, primary keys,
+// table names); everything inside a statement it does not need (indexes,
+// constraints, table options, expressions) is skipped by balanced
 // parentheses. A clause it does not know makes the whole statement "not
 // understood", which stops the tables it touches: a statement is never
-// skipped silently. parseDDL tries the TiDB parser first (ddltidb.go) and
-// uses this one for the statements it refuses; a row event whose table map
-// disagrees with the schema the parser produced is caught at the next rows
-// event, see checkTableMap.
+// skipped silently. Parse tries the TiDB parser first (tidb.go) and uses
+// this one for the statements it refuses; a row event whose table map
+// disagrees with the schema capture built from the parsed statement is
+// caught at the next rows event (capture's checkTableMap).
 
 type tokKind int
 
@@ -39,56 +41,6 @@ type token struct {
 	kind tokKind
 	text string // identifiers and strings unquoted, words as written
 	pos  int    // byte offset in the statement
-}
-
-// SQLMode is the subset of the statement's sql_mode that matters here.
-type SQLMode struct {
-	known       bool // the binlog said what the sql_mode was
-	ansiQuotes  bool
-	noBackslash bool
-	Strict      bool // STRICT_TRANS_TABLES or STRICT_ALL_TABLES
-	realAsFloat bool
-}
-
-// sql_mode bits as the binlog's Q_SQL_MODE_CODE carries them.
-const (
-	modeRealAsFloat       = 1 << 0
-	modeANSIQuotes        = 1 << 2
-	modeNoBackslashEscape = 1 << 20
-	modeStrictTrans       = 1 << 21
-	modeStrictAll         = 1 << 22
-)
-
-// ParseSQLMode reads the sql_mode from the status variables of a query
-// event. The server writes Q_FLAGS2_CODE (0, 4 bytes) and Q_SQL_MODE_CODE
-// (1, 8 bytes) first; anything else before it means the mode is unknown,
-// which is taken as the default (strict) mode.
-func ParseSQLMode(status []byte) SQLMode {
-	m := SQLMode{Strict: true}
-	for i := 0; i < len(status); {
-		switch status[i] {
-		case 0:
-			i += 5
-		case 1:
-			if i+9 > len(status) {
-				return m
-			}
-			var v uint64
-			for j := 0; j < 8; j++ {
-				v |= uint64(status[i+1+j]) << (8 * j)
-			}
-			return SQLMode{
-				known:       true,
-				ansiQuotes:  v&modeANSIQuotes != 0,
-				noBackslash: v&modeNoBackslashEscape != 0,
-				Strict:      v&(modeStrictTrans|modeStrictAll) != 0,
-				realAsFloat: v&modeRealAsFloat != 0,
-			}
-		default:
-			return m
-		}
-	}
-	return m
 }
 
 func isIdentByte(c byte) bool {
@@ -365,7 +317,7 @@ func (p *ddlParser) errf(format string, args ...any) error {
 	t := p.peek()
 	near := "the end"
 	if t.kind != tkEOF {
-		near = fmt.Sprintf("%q", abbreviate(p.q[t.pos:], 40))
+		near = fmt.Sprintf("%q", strutil.Abbreviate(p.q[t.pos:], 40))
 	}
 	return fmt.Errorf("%s near %s", fmt.Sprintf(format, args...), near)
 }
@@ -459,124 +411,6 @@ func (p *ddlParser) atEnd() bool {
 	return p.peek().kind == tkEOF
 }
 
-// Statement kinds.
-type StmtKind int
-
-const (
-	StmtOther StmtKind = iota
-	StmtAlter
-	StmtCreate
-	StmtDrop
-	StmtDropDatabase
-	StmtRename
-	StmtTruncate
-)
-
-// Stmt is a parsed statement.
-type Stmt struct {
-	Kind      StmtKind
-	Table     cdcsync.TableID   // ALTER, CREATE, TRUNCATE
-	Tables    []cdcsync.TableID // DROP TABLE
-	Database  string            // DROP DATABASE
-	Renames   [][2]cdcsync.TableID
-	Temporary bool
-	ifNotExists,
-	OrReplace bool
-	Like     *cdcsync.TableID // CREATE TABLE ... LIKE
-	Create   *CreateDef       // CREATE TABLE (...)
-	AsSelect bool             // CREATE TABLE ... SELECT
-	Specs    []AlterSpec      // ALTER TABLE
-}
-
-type CreateDef struct {
-	Columns    []*ColumnDef
-	PrimaryKey []string
-	Charset    string // DEFAULT CHARSET
-}
-
-// ColumnDef is a column definition.
-type ColumnDef struct {
-	Name          string
-	DataType      string   // canonical lower-case type name: int, varchar, decimal, ...
-	Args          []string // the numbers in parentheses after the type
-	Unsigned      bool
-	Zerofill      bool
-	Charset       string
-	Collate       string
-	NotNull       bool
-	null          bool // NULL written explicitly
-	PrimaryKey    bool // PRIMARY KEY in the column definition
-	AutoIncrement bool
-	Generated     bool
-	hasDef        bool    // a DEFAULT clause
-	DefaultNull   bool    // DEFAULT NULL
-	DefaultText   *string // the default's literal text
-	DefaultExpr   string  // a default that is not a literal (its text)
-	typeText      string  // the type as written, for messages
-	National      bool    // NCHAR, NATIONAL VARCHAR: utf8mb3
-	Serial        bool    // SERIAL or SERIAL DEFAULT VALUE
-}
-
-type SpecOp int
-
-const (
-	SpecAddColumn SpecOp = iota + 1
-	SpecDropColumn
-	SpecModify
-	SpecChange
-	SpecRenameColumn
-	SpecAddPK
-	SpecDropPK
-	SpecRenameTable
-	SpecConvert    // CONVERT TO CHARACTER SET
-	SpecCharset    // [DEFAULT] CHARACTER SET = x
-	SpecNoop       // indexes, constraints, options: nothing cdcsync mirrors
-	SpecDataChange // changes rows without row events (DROP PARTITION, ...)
-	SpecAddFK      // ADD [CONSTRAINT [name]] FOREIGN KEY ...
-	SpecDropFK     // DROP FOREIGN KEY name
-	SpecDropConstraint
-)
-
-// ForeignKeyDef is a FOREIGN KEY clause. name is the constraint's name if the
-// statement gives one (CONSTRAINT name), index the index name after
-// FOREIGN KEY, which MariaDB takes as the constraint's name otherwise.
-type ForeignKeyDef struct {
-	Name, Index   string
-	Columns       []string
-	Parent        cdcsync.TableID
-	ParentColumns []string
-	OnDelete      cdcsync.FKAction
-	OnUpdate      cdcsync.FKAction
-}
-
-type AlterSpec struct {
-	Op         SpecOp
-	Column     *ColumnDef
-	Columns    []*ColumnDef // ADD COLUMN (a ..., b ...)
-	Name       string       // DROP COLUMN, CHANGE/RENAME COLUMN old name
-	NewName    string       // RENAME COLUMN
-	First      bool
-	After      string
-	IfExists   bool
-	PrimaryKey []string
-	Table      cdcsync.TableID // RENAME TO
-	ForeignKey *ForeignKeyDef  // ADD FOREIGN KEY
-	Charset    string
-	Text       string // the clause as written
-}
-
-// Parse parses q. A statement that is not about tables (or about
-// temporary tables) comes back as stmtOther; a statement about tables that
-// cannot be parsed is an error. The TiDB parser (ddltidb.go) parses first;
-// a statement it refuses (MariaDB-only syntax, mostly) goes to the
-// hand-written parser below.
-func Parse(q, db, flavor string, mode SQLMode) (*Stmt, error) {
-	if st, err := parseDDLTiDB(q, db, flavor, mode); !errors.Is(err, errTiDBFallback) {
-		return st, err
-	}
-	return parseDDLHand(q, db, flavor, mode)
-}
-
 // parseDDLHand parses q with the hand-written parser.
 func parseDDLHand(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	toks, err := lex(q, mode)
@@ -635,7 +469,7 @@ func (p *ddlParser) alter() (*Stmt, error) {
 		if p.peek().kind == tkWord {
 			continue
 		}
-		return nil, p.errf("unexpected text after %q", abbreviate(sp.Text, 60))
+		return nil, p.errf("unexpected text after %q", strutil.Abbreviate(sp.Text, 60))
 	}
 }
 
@@ -1099,7 +933,7 @@ func (p *ddlParser) dataType(c *ColumnDef) error {
 	}
 	if dt == "float" && len(c.Args) == 1 {
 		// FLOAT(p): a FLOAT up to 24 bits of precision, else a DOUBLE.
-		if n := atoiOr(c.Args[0], 0); n > 24 {
+		if n := strutil.AtoiOr(c.Args[0], 0); n > 24 {
 			c.DataType = "double"
 		}
 		c.Args = nil
@@ -1225,7 +1059,7 @@ func (p *ddlParser) skipDefaultExpr() {
 }
 
 // defaultValue reads the expression after DEFAULT: a literal (its text is
-// kept) or anything else (its text goes to defExpr).
+// kept) or anything else (its text goes to DefaultExpr).
 func (p *ddlParser) defaultValue(c *ColumnDef) error {
 	c.hasDef = true
 	start := p.peek().pos
@@ -1324,23 +1158,6 @@ func bitsToBytes(bits string) (string, bool) {
 		v >>= 8
 	}
 	return string(out), true
-}
-
-func atoiOr(s string, def int) int {
-	n := 0
-	if s == "" {
-		return def
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return def
-		}
-		n = n*10 + int(c-'0')
-		if n > 1<<30 {
-			return def
-		}
-	}
-	return n
 }
 
 func (p *ddlParser) createTable() (*Stmt, error) {
@@ -1553,15 +1370,4 @@ func (p *ddlParser) truncate() (*Stmt, error) {
 		return nil, p.errf("unexpected text")
 	}
 	return &Stmt{Kind: StmtTruncate, Table: id}, nil
-}
-
-// CharsetOfCollation returns the character set a collation name belongs to
-// (its prefix up to the first '_').
-func CharsetOfCollation(coll string) string {
-	coll = strings.ToLower(coll)
-	if coll == "binary" {
-		return "binary"
-	}
-	cs, _, _ := strings.Cut(coll, "_")
-	return cs
 }

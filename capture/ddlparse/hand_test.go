@@ -79,3 +79,23 @@ func TestParseStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateTables checks the names a statement Parse refuses could
+// mean: every identifier in the default database, and each a.b.
+func TestCandidateTables(t *testing.T) {
+	ids, err := CandidateTables("ALTER TABLE x.`t 1` FROBNICATE 'lit', 5", "db", SQLMode{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range ids {
+		got = append(got, id.Database+"."+id.Table)
+	}
+	want := "db.ALTER db.TABLE x.t 1 db.x db.t 1 db.FROBNICATE"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if _, err := CandidateTables("ALTER TABLE t COMMENT 'unterminated", "db", SQLMode{Strict: true}); err == nil {
+		t.Error("an unterminated string: no error")
+	}
+}

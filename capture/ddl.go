@@ -9,6 +9,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
 // This file turns parsed DDL statements into schema changes of the mirrored
@@ -24,7 +26,7 @@ var errNotUnderstood = errors.New("not understood")
 type wcol struct {
 	col     cdcsync.Column
 	from    string // name before the statement; "" for a new column
-	def     *colDef
+	def     *ddlparse.ColumnDef
 	fill    *string // new column: the text of the value existing rows get
 	unknown string  // new column: why that value cannot be known
 	changed bool    // MODIFY/CHANGE redefined it
@@ -44,13 +46,13 @@ type alterResult struct {
 // LoadSchema maps information_schema. tableCharset is the table's default
 // character set when known; a text column without one is taken as utf8mb4,
 // which the table map of the next rows event verifies (checkTableMap).
-func columnFromDef(d *colDef, tableCharset string) (cdcsync.Column, error) {
-	dt := d.dataType
-	charset := d.charset
-	if charset == "" && d.collate != "" {
-		charset = charsetOfCollation(d.collate)
+func columnFromDef(d *ddlparse.ColumnDef, tableCharset string) (cdcsync.Column, error) {
+	dt := d.DataType
+	charset := d.Charset
+	if charset == "" && d.Collate != "" {
+		charset = ddlparse.CharsetOfCollation(d.Collate)
 	}
-	if charset == "" && d.national {
+	if charset == "" && d.National {
 		charset = "utf8mb3"
 	}
 	if charset == "binary" {
@@ -69,7 +71,7 @@ func columnFromDef(d *colDef, tableCharset string) (cdcsync.Column, error) {
 	if charset == "" {
 		charset = "utf8mb4"
 	}
-	args := d.args
+	args := d.Args
 	switch dt {
 	case "decimal":
 		switch len(args) {
@@ -95,14 +97,14 @@ func columnFromDef(d *colDef, tableCharset string) (cdcsync.Column, error) {
 			ct += "(" + strings.Join(args, ",") + ")"
 		}
 	}
-	if d.unsigned && !d.zerofill {
+	if d.Unsigned && !d.Zerofill {
 		ct += " unsigned"
 	}
-	if d.zerofill {
+	if d.Zerofill {
 		ct += " unsigned zerofill"
 	}
-	c := cdcsync.Column{Name: d.name, DataType: dt, ColumnType: ct,
-		Nullable: !(d.notNull || d.primary || d.serial)}
+	c := cdcsync.Column{Name: d.Name, DataType: dt, ColumnType: ct,
+		Nullable: !(d.NotNull || d.PrimaryKey || d.Serial)}
 	if err := MapColumn(&c, charset); err != nil {
 		return c, err
 	}
@@ -111,7 +113,7 @@ func columnFromDef(d *colDef, tableCharset string) (cdcsync.Column, error) {
 
 // implicitFill is the value MySQL gives the existing rows in a new NOT NULL
 // column without a DEFAULT.
-func implicitFill(d *colDef, c *cdcsync.Column) (*string, string) {
+func implicitFill(d *ddlparse.ColumnDef, c *cdcsync.Column) (*string, string) {
 	zero := "0"
 	empty := ""
 	str := func(s string) (*string, string) { return &s, "" }
@@ -120,13 +122,13 @@ func implicitFill(d *colDef, c *cdcsync.Column) (*string, string) {
 	}
 	switch strings.ToLower(c.DataType) {
 	case "enum":
-		if len(d.args) > 0 {
-			return str(d.args[0]) // the first label
+		if len(d.Args) > 0 {
+			return str(d.Args[0]) // the first label
 		}
 	case "set":
 		return str("")
 	case "bit":
-		return str(strings.Repeat("\x00", (atoiOr(firstArg(c.ColumnType), 1)+7)/8))
+		return str(strings.Repeat("\x00", (strutil.AtoiOr(firstArg(c.ColumnType), 1)+7)/8))
 	case "time":
 		return str("00:00:00")
 	case "year":
@@ -147,25 +149,25 @@ func implicitFill(d *colDef, c *cdcsync.Column) (*string, string) {
 }
 
 // newColumnFill says what the rows that already exist get in a new column.
-func newColumnFill(d *colDef, c *cdcsync.Column) (*string, string) {
+func newColumnFill(d *ddlparse.ColumnDef, c *cdcsync.Column) (*string, string) {
 	switch {
-	case d.autoInc:
+	case d.AutoIncrement:
 		return nil, "AUTO_INCREMENT numbers the existing rows"
-	case d.generated:
+	case d.Generated:
 		return nil, "a generated column's values are computed by MySQL"
-	case d.defExpr != "":
-		return nil, fmt.Sprintf("its default %s is an expression, evaluated by MySQL when the column was added", d.defExpr)
-	case d.defNull:
+	case d.DefaultExpr != "":
+		return nil, fmt.Sprintf("its default %s is an expression, evaluated by MySQL when the column was added", d.DefaultExpr)
+	case d.DefaultNull:
 		return nil, ""
-	case d.defText != nil:
-		s := *d.defText
+	case d.DefaultText != nil:
+		s := *d.DefaultText
 		switch {
 		case c.Kind == cdcsync.KindTimestampTZ:
 			return nil, "a TIMESTAMP default is read in the session's time zone"
 		case strings.EqualFold(c.DataType, "char"):
 			s = strings.TrimRight(s, " ")
 		case c.Kind == cdcsync.KindTimestamp:
-			fsp := atoiOr(firstArg(c.ColumnType), 0)
+			fsp := strutil.AtoiOr(firstArg(c.ColumnType), 0)
 			if _, frac, ok := strings.Cut(s, "."); ok && len(strings.TrimRight(frac, "0")) > fsp {
 				return nil, fmt.Sprintf("its default %q has more fractional digits than the column keeps", s)
 			}
@@ -221,7 +223,7 @@ func fills(s *cdcsync.TableSchema, src []cdcsync.ColumnSource) ([]any, string) {
 // the statement does not apply to cur (a column it names is missing); a
 // change Iceberg cannot express comes back as res.problem, a type cdcsync
 // cannot map as res.unsupported.
-func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mode sqlMode, ignore bool) (*alterResult, error) {
+func applyAlter(cur *cdcsync.TableSchema, charset string, specs []ddlparse.AlterSpec, mode ddlparse.SQLMode, ignore bool) (*alterResult, error) {
 	cols := make([]*wcol, len(cur.Columns))
 	for i, c := range cur.Columns {
 		cols[i] = &wcol{col: c, from: c.Name}
@@ -270,7 +272,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 			res.unsupported = err.Error()
 		}
 	}
-	build := func(d *colDef) (cdcsync.Column, bool) {
+	build := func(d *ddlparse.ColumnDef) (cdcsync.Column, bool) {
 		c, err := columnFromDef(d, res.charset)
 		if err != nil {
 			unsupported(err)
@@ -279,98 +281,98 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 		return c, true
 	}
 	for _, sp := range specs {
-		switch sp.op {
-		case specAddColumn:
-			defs := sp.cols
-			if sp.col != nil {
-				defs = []*colDef{sp.col}
+		switch sp.Op {
+		case ddlparse.SpecAddColumn:
+			defs := sp.Columns
+			if sp.Column != nil {
+				defs = []*ddlparse.ColumnDef{sp.Column}
 			}
 			for j, d := range defs {
-				if find(d.name) >= 0 {
-					if sp.ifExists { // ADD COLUMN IF NOT EXISTS
+				if find(d.Name) >= 0 {
+					if sp.IfExists { // ADD COLUMN IF NOT EXISTS
 						continue
 					}
-					return nil, fmt.Errorf("%w: column %s already exists", errNotUnderstood, d.name)
+					return nil, fmt.Errorf("%w: column %s already exists", errNotUnderstood, d.Name)
 				}
 				c, ok := build(d)
 				w := &wcol{col: c, def: d}
 				if ok {
 					w.fill, w.unknown = newColumnFill(d, &c)
 				}
-				first, after := sp.first && j == 0, sp.after
+				first, after := sp.First && j == 0, sp.After
 				if j > 0 {
 					first, after = false, ""
 				}
 				if err := place(w, first, after); err != nil {
 					return nil, err
 				}
-				if d.primary {
-					pk = []string{d.name}
+				if d.PrimaryKey {
+					pk = []string{d.Name}
 				}
 			}
-		case specDropColumn:
-			i := find(sp.name)
+		case ddlparse.SpecDropColumn:
+			i := find(sp.Name)
 			if i < 0 {
-				if sp.ifExists {
+				if sp.IfExists {
 					continue
 				}
-				return nil, fmt.Errorf("%w: DROP COLUMN names column %s, which the table does not have", errNotUnderstood, sp.name)
+				return nil, fmt.Errorf("%w: DROP COLUMN names column %s, which the table does not have", errNotUnderstood, sp.Name)
 			}
 			cols = slices.Delete(cols, i, i+1)
-			pk = slices.DeleteFunc(pk, func(k string) bool { return strings.EqualFold(k, sp.name) })
-		case specModify, specChange:
-			i := find(sp.name)
+			pk = slices.DeleteFunc(pk, func(k string) bool { return strings.EqualFold(k, sp.Name) })
+		case ddlparse.SpecModify, ddlparse.SpecChange:
+			i := find(sp.Name)
 			if i < 0 {
-				if sp.ifExists {
+				if sp.IfExists {
 					continue
 				}
-				return nil, fmt.Errorf("%w: %s names column %s, which the table does not have", errNotUnderstood, opName(sp.op), sp.name)
+				return nil, fmt.Errorf("%w: %s names column %s, which the table does not have", errNotUnderstood, opName(sp.Op), sp.Name)
 			}
 			w := cols[i]
-			c, _ := build(sp.col)
+			c, _ := build(sp.Column)
 			old := w.col.Name
-			w.col, w.def, w.changed = c, sp.col, true
+			w.col, w.def, w.changed = c, sp.Column, true
 			if !strings.EqualFold(old, c.Name) {
 				if j := find(c.Name); j >= 0 && j != i {
 					return nil, fmt.Errorf("%w: column %s already exists", errNotUnderstood, c.Name)
 				}
 			}
 			renamePK(old, c.Name)
-			if sp.first || sp.after != "" {
+			if sp.First || sp.After != "" {
 				cols = slices.Delete(cols, i, i+1)
-				if err := place(w, sp.first, sp.after); err != nil {
+				if err := place(w, sp.First, sp.After); err != nil {
 					return nil, err
 				}
 			}
-			if sp.col.primary {
+			if sp.Column.PrimaryKey {
 				pk = []string{c.Name}
 			}
-		case specRenameColumn:
-			i := find(sp.name)
+		case ddlparse.SpecRenameColumn:
+			i := find(sp.Name)
 			if i < 0 {
-				if sp.ifExists {
+				if sp.IfExists {
 					continue
 				}
-				return nil, fmt.Errorf("%w: RENAME COLUMN names column %s, which the table does not have", errNotUnderstood, sp.name)
+				return nil, fmt.Errorf("%w: RENAME COLUMN names column %s, which the table does not have", errNotUnderstood, sp.Name)
 			}
-			if j := find(sp.newName); j >= 0 && j != i {
-				return nil, fmt.Errorf("%w: column %s already exists", errNotUnderstood, sp.newName)
+			if j := find(sp.NewName); j >= 0 && j != i {
+				return nil, fmt.Errorf("%w: column %s already exists", errNotUnderstood, sp.NewName)
 			}
-			renamePK(cols[i].col.Name, sp.newName)
-			cols[i].col.Name = sp.newName
-		case specAddPK:
-			for _, k := range sp.pk {
+			renamePK(cols[i].col.Name, sp.NewName)
+			cols[i].col.Name = sp.NewName
+		case ddlparse.SpecAddPK:
+			for _, k := range sp.PrimaryKey {
 				i := find(k)
 				if i < 0 {
 					return nil, fmt.Errorf("%w: PRIMARY KEY names column %s, which the table does not have", errNotUnderstood, k)
 				}
 				cols[i].col.Nullable = false
 			}
-			pk = slices.Clone(sp.pk)
-		case specDropPK:
+			pk = slices.Clone(sp.PrimaryKey)
+		case ddlparse.SpecDropPK:
 			pk = nil
-		case specConvert:
-			res.charset = sp.charset
+		case ddlparse.SpecConvert:
+			res.charset = sp.Charset
 			for _, w := range cols {
 				switch w.col.Kind {
 				case cdcsync.KindString, cdcsync.KindInvalid:
@@ -378,21 +380,21 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 						continue
 					}
 					c := w.col
-					if err := MapColumn(&c, sp.charset); err != nil {
+					if err := MapColumn(&c, sp.Charset); err != nil {
 						unsupported(err)
 					}
 				}
 			}
-		case specCharset:
-			res.charset = sp.charset
-		case specDataChange:
+		case ddlparse.SpecCharset:
+			res.charset = sp.Charset
+		case ddlparse.SpecDataChange:
 			if res.problem == "" {
-				res.problem = fmt.Sprintf("%q changes rows without writing them to the binlog", abbreviate(sp.text, 80))
+				res.problem = fmt.Sprintf("%q changes rows without writing them to the binlog", strutil.Abbreviate(sp.Text, 80))
 			}
-		case specRenameTable:
-			id := sp.table
+		case ddlparse.SpecRenameTable:
+			id := sp.Table
 			res.renameTo = &id
-		case specNoop, specAddFK, specDropFK, specDropConstraint:
+		case ddlparse.SpecNoop, ddlparse.SpecAddFK, ddlparse.SpecDropFK, ddlparse.SpecDropConstraint:
 		}
 	}
 	s := &cdcsync.TableSchema{ID: cur.ID}
@@ -421,7 +423,7 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 	}
 	res.schema = s
 	if res.problem == "" {
-		strict := mode.strict && !ignore
+		strict := mode.Strict && !ignore
 		for i, w := range cols {
 			if w.from == "" {
 				continue
@@ -436,8 +438,8 @@ func applyAlter(cur *cdcsync.TableSchema, charset string, specs []alterSpec, mod
 	return res, nil
 }
 
-func opName(op specOp) string {
-	if op == specChange {
+func opName(op ddlparse.SpecOp) string {
+	if op == ddlparse.SpecChange {
 		return "CHANGE COLUMN"
 	}
 	return "MODIFY COLUMN"
@@ -460,7 +462,7 @@ func intRange(c *cdcsync.Column) (lo, hi float64) {
 func textLimit(c *cdcsync.Column) int {
 	switch strings.ToLower(c.DataType) {
 	case "char", "varchar", "binary", "varbinary":
-		return atoiOr(firstArg(c.ColumnType), 1)
+		return strutil.AtoiOr(firstArg(c.ColumnType), 1)
 	case "tinytext", "tinyblob":
 		return 255
 	case "text", "blob":
@@ -529,7 +531,7 @@ func columnChangeProblem(old, nw *cdcsync.Column, strict bool) string {
 				return bad("FLOAT(M,D)/DOUBLE(M,D) round the values")
 			}
 		case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ, cdcsync.KindTime:
-			if atoiOr(firstArg(nw.ColumnType), 0) < atoiOr(firstArg(old.ColumnType), 0) {
+			if strutil.AtoiOr(firstArg(nw.ColumnType), 0) < strutil.AtoiOr(firstArg(old.ColumnType), 0) {
 				return bad("fewer fractional seconds round the values")
 			}
 		}
@@ -552,21 +554,21 @@ func columnChangeProblem(old, nw *cdcsync.Column, strict bool) string {
 
 // schemaFromCreate builds the schema of a CREATE TABLE (...). It returns
 // the table's default character set too.
-func schemaFromCreate(id cdcsync.TableID, def *createDef, dbCharset string) (*cdcsync.TableSchema, []*colDef, string, error) {
-	cs := def.charset
+func schemaFromCreate(id cdcsync.TableID, def *ddlparse.CreateDef, dbCharset string) (*cdcsync.TableSchema, []*ddlparse.ColumnDef, string, error) {
+	cs := def.Charset
 	if cs == "" {
 		cs = dbCharset
 	}
 	s := &cdcsync.TableSchema{ID: id}
-	pk := def.pk
-	for _, d := range def.cols {
+	pk := def.PrimaryKey
+	for _, d := range def.Columns {
 		c, err := columnFromDef(d, cs)
 		if err != nil {
 			return nil, nil, cs, err
 		}
 		s.Columns = append(s.Columns, c)
-		if d.primary {
-			pk = []string{d.name}
+		if d.PrimaryKey {
+			pk = []string{d.Name}
 		}
 	}
 	for _, k := range pk {
@@ -582,7 +584,7 @@ func schemaFromCreate(id cdcsync.TableID, def *createDef, dbCharset string) (*cd
 		s.Columns[i].Nullable = false
 		s.PrimaryKey = append(s.PrimaryKey, i)
 	}
-	return s, def.cols, cs, nil
+	return s, def.Columns, cs, nil
 }
 
 // sameSchema reports whether two schemas have the same columns (name, kind,

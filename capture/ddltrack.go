@@ -14,6 +14,8 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture/binlogpos"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -135,9 +137,9 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 	if !tableDDLStart.MatchString(q) {
 		return nil
 	}
-	mode := parseSQLMode(status)
+	mode := ddlparse.ParseSQLMode(status)
 	probe := r.probe(h)
-	st, err := parseDDL(q, db, r.cfg.Flavor, mode)
+	st, err := ddlparse.Parse(q, db, r.cfg.Flavor, mode)
 	var changes []cdcsync.SchemaChange
 	if err != nil {
 		st = nil
@@ -166,7 +168,7 @@ func (r *reader) queryDDL(h *replication.EventHeader, db, q string, status []byt
 
 // unparsed handles a DDL statement that cannot be parsed: every mirrored
 // table it names stops (or is copied again under the recopy policy).
-func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode sqlMode, perr error) ([]cdcsync.SchemaChange, error) {
+func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode ddlparse.SQLMode, perr error) ([]cdcsync.SchemaChange, error) {
 	named := map[cdcsync.TableID]bool{}
 	if m := ddlTable.FindStringSubmatch(q); m != nil {
 		named[parseTableName(db, m[2])] = true
@@ -176,15 +178,9 @@ func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode sqlMode, perr e
 			return nil, fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
 		}
 	}
-	if toks, err := lex(q, mode); err == nil {
-		for i, t := range toks {
-			if t.kind != tkWord && t.kind != tkQuoted {
-				continue
-			}
-			if i+2 < len(toks) && isPunctTok(toks[i+1], ".") && (toks[i+2].kind == tkWord || toks[i+2].kind == tkQuoted) {
-				named[cdcsync.TableID{Database: t.text, Table: toks[i+2].text}] = true
-			}
-			named[cdcsync.TableID{Database: db, Table: t.text}] = true
+	if ids, err := ddlparse.CandidateTables(q, db, mode); err == nil {
+		for _, id := range ids {
+			named[id] = true
 		}
 	} else {
 		for id := range r.tables {
@@ -224,30 +220,30 @@ func cloneShadow(s *cdcsync.Shadow) *cdcsync.Shadow {
 	return &c
 }
 
-func (r *reader) apply(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) ([]cdcsync.SchemaChange, error) {
-	switch st.kind {
-	case stmtAlter:
+func (r *reader) apply(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddlparse.SQLMode) ([]cdcsync.SchemaChange, error) {
+	switch st.Kind {
+	case ddlparse.StmtAlter:
 		return r.alter(probe, st, q, mode)
-	case stmtCreate:
+	case ddlparse.StmtCreate:
 		return r.create(probe, st, q)
-	case stmtDrop:
-		if st.temporary {
+	case ddlparse.StmtDrop:
+		if st.Temporary {
 			return nil, nil
 		}
 		var out []cdcsync.SchemaChange
-		for _, id := range st.tables {
+		for _, id := range st.Tables {
 			out = append(out, r.dropped(probe, id, "DROP TABLE")...)
 		}
 		return out, nil
-	case stmtDropDatabase:
+	case ddlparse.StmtDropDatabase:
 		named := map[cdcsync.TableID]bool{}
 		for id := range r.tables {
-			if id.Database == st.database {
+			if id.Database == st.Database {
 				named[id] = true
 			}
 		}
 		for id := range r.shadows {
-			if id.Database == st.database {
+			if id.Database == st.Database {
 				named[id] = true
 			}
 		}
@@ -256,13 +252,13 @@ func (r *reader) apply(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) 
 			out = append(out, r.dropped(probe, id, "DROP DATABASE")...)
 		}
 		return out, nil
-	case stmtTruncate:
-		if r.tables[st.table] != nil && !r.covered(st.table, probe) {
-			return []cdcsync.SchemaChange{{Table: st.table, Kind: cdcsync.ChangeTruncate}}, nil
+	case ddlparse.StmtTruncate:
+		if r.tables[st.Table] != nil && !r.covered(st.Table, probe) {
+			return []cdcsync.SchemaChange{{Table: st.Table, Kind: cdcsync.ChangeTruncate}}, nil
 		}
 		return nil, nil
-	case stmtRename:
-		return r.rename(probe, st.renames, q)
+	case ddlparse.StmtRename:
+		return r.rename(probe, st.Renames, q)
 	}
 	return nil, nil
 }
@@ -294,8 +290,8 @@ func (r *reader) droppedKeep(probe *cdcsync.Txn, id cdcsync.TableID, why string,
 	return nil
 }
 
-func (r *reader) alter(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) ([]cdcsync.SchemaChange, error) {
-	id := st.table
+func (r *reader) alter(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddlparse.SQLMode) ([]cdcsync.SchemaChange, error) {
+	id := st.Table
 	ignore := alterIgnore.MatchString(q)
 	var out []cdcsync.SchemaChange
 	switch {
@@ -304,7 +300,7 @@ func (r *reader) alter(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) 
 		if r.covered(id, probe) {
 			return nil, nil
 		}
-		res, err := applyAlter(t.schema, t.charset, st.specs, mode, ignore)
+		res, err := applyAlter(t.schema, t.charset, st.Specs, mode, ignore)
 		switch {
 		case err != nil:
 			return []cdcsync.SchemaChange{r.policyChange(id, q, fmt.Sprintf("the statement does not apply to the schema cdcsync holds %s: %v", describeSchema(t.schema), err), true)}, nil
@@ -340,7 +336,7 @@ func (r *reader) alter(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) 
 			return nil, nil
 		}
 		if s.sh.Schema != nil {
-			res, err := applyAlter(s.sh.Schema, "", st.specs, mode, ignore)
+			res, err := applyAlter(s.sh.Schema, "", st.Specs, mode, ignore)
 			switch {
 			case err != nil:
 				s.sh.Schema, s.sh.Sources = nil, nil
@@ -363,24 +359,24 @@ func (r *reader) alter(probe *cdcsync.Txn, st *ddlStmt, q string, mode sqlMode) 
 	}
 	// A table cdcsync does not follow; only a rename into a mirrored name
 	// matters.
-	for _, sp := range st.specs {
-		if sp.op == specRenameTable {
-			return r.rename(probe, [][2]cdcsync.TableID{{id, sp.table}}, q)
+	for _, sp := range st.Specs {
+		if sp.Op == ddlparse.SpecRenameTable {
+			return r.rename(probe, [][2]cdcsync.TableID{{id, sp.Table}}, q)
 		}
 	}
 	return nil, nil
 }
 
-func (r *reader) create(probe *cdcsync.Txn, st *ddlStmt, q string) ([]cdcsync.SchemaChange, error) {
-	if st.temporary {
+func (r *reader) create(probe *cdcsync.Txn, st *ddlparse.Stmt, q string) ([]cdcsync.SchemaChange, error) {
+	if st.Temporary {
 		return nil, nil
 	}
-	id := st.table
+	id := st.Table
 	if r.stopped[id] {
 		return nil, nil
 	}
 	if r.tables[id] != nil {
-		if st.orReplace && !r.covered(id, probe) {
+		if st.OrReplace && !r.covered(id, probe) {
 			// The table was replaced by a new one: copy it again.
 			r.untrack(id, false)
 			return []cdcsync.SchemaChange{{Table: id, Kind: cdcsync.ChangeRecopy, Reason: "CREATE OR REPLACE TABLE replaced the table"}}, nil
@@ -398,8 +394,8 @@ func (r *reader) create(probe *cdcsync.Txn, st *ddlStmt, q string) ([]cdcsync.Sc
 		}
 		s := &shadowState{base: bid, sh: cdcsync.Shadow{ID: id}}
 		switch {
-		case st.like != nil:
-			switch src := *st.like; {
+		case st.Like != nil:
+			switch src := *st.Like; {
 			case r.tables[src] != nil && src == bid:
 				s.sh.Schema = cloneSchema(bt.schema)
 				s.sh.Sources = identitySources(bt.schema)
@@ -407,8 +403,8 @@ func (r *reader) create(probe *cdcsync.Txn, st *ddlStmt, q string) ([]cdcsync.Sc
 				s.sh.Schema = cloneSchema(r.shadows[src].sh.Schema)
 				s.sh.Sources = slices.Clone(r.shadows[src].sh.Sources)
 			}
-		case st.create != nil && !st.asSel:
-			schema, defs, _, err := schemaFromCreate(id, st.create, bt.charset)
+		case st.Create != nil && !st.AsSelect:
+			schema, defs, _, err := schemaFromCreate(id, st.Create, bt.charset)
 			if err == nil {
 				s.sh.Schema = schema
 				for i, c := range schema.Columns {
@@ -587,7 +583,7 @@ func (r *reader) rename(probe *cdcsync.Txn, pairs [][2]cdcsync.TableID, q string
 		}
 	}
 	if newTable && !covers(r.cfg.Horizon, probe) {
-		r.restart = fmt.Errorf("%w: %q at %s gives a mirrored name a table cdcsync has not copied", ErrNewTable, abbreviate(q, 120), r.position())
+		r.restart = fmt.Errorf("%w: %q at %s gives a mirrored name a table cdcsync has not copied", ErrNewTable, strutil.Abbreviate(q, 120), r.position())
 	}
 	return out, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
 // SnapshotSessionSQL lists the statements a snapshot connection runs before
@@ -316,7 +317,7 @@ func snapshotKey(s *cdcsync.TableSchema, values []mysql.FieldValue) string {
 		default:
 			text = fmt.Sprint(v.Value())
 		}
-		key = append(key, s.Columns[k].Name+"="+abbreviate(text, 64))
+		key = append(key, s.Columns[k].Name+"="+strutil.Abbreviate(text, 64))
 	}
 	return strings.Join(key, ", ")
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/ddlparse"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
 // Foreign keys through the binlog. Where the server does not log cascades
@@ -42,7 +44,7 @@ func (r *reader) initKeys() {
 
 // foreignKeyDDL returns the key changes of the DDL statement q (st nil:
 // not parsed).
-func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *ddlStmt) []cdcsync.SchemaChange {
+func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *ddlparse.Stmt) []cdcsync.SchemaChange {
 	if st == nil {
 		if !fkMention.MatchString(q) {
 			return nil
@@ -53,22 +55,22 @@ func (r *reader) foreignKeyDDL(probe *cdcsync.Txn, db, q string, st *ddlStmt) []
 		}
 		return r.keysUnknown(probe, q, parseTableName(db, m[2]))
 	}
-	switch st.kind {
-	case stmtAlter:
+	switch st.Kind {
+	case ddlparse.StmtAlter:
 		return r.alterKeys(probe, q, st)
-	case stmtRename:
+	case ddlparse.StmtRename:
 		var touched []cdcsync.TableID
-		for _, p := range st.renames {
+		for _, p := range st.Renames {
 			touched = append(touched, r.keyTables(p[0])...)
 			touched = append(touched, p[1])
 			delete(r.keys, p[0])
 		}
 		return r.keysUnknown(probe, q, touched...)
-	case stmtCreate:
+	case ddlparse.StmtCreate:
 		// A table created anew is copied, its keys read with it; CREATE OR
 		// REPLACE of a mirrored table is copied again too.
-		if st.orReplace && fkMention.MatchString(q) {
-			return r.keysUnknown(probe, q, st.table)
+		if st.OrReplace && fkMention.MatchString(q) {
+			return r.keysUnknown(probe, q, st.Table)
 		}
 	}
 	return nil
@@ -99,21 +101,21 @@ func (r *reader) keysCovered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	return r.covered(id, probe) || k != nil && covers(k.Pos, probe)
 }
 
-func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlStmt) []cdcsync.SchemaChange {
-	id := st.table
+func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlparse.Stmt) []cdcsync.SchemaChange {
+	id := st.Table
 	// Renamed columns and tables are renamed in the keys that name them
 	// by InnoDB; cdcsync reads those keys again.
 	var renamed []string
-	for _, sp := range st.specs {
-		switch sp.op {
-		case specChange:
-			if sp.col != nil && !strings.EqualFold(sp.col.name, sp.name) {
-				renamed = append(renamed, sp.name)
+	for _, sp := range st.Specs {
+		switch sp.Op {
+		case ddlparse.SpecChange:
+			if sp.Column != nil && !strings.EqualFold(sp.Column.Name, sp.Name) {
+				renamed = append(renamed, sp.Name)
 			}
-		case specRenameColumn:
-			renamed = append(renamed, sp.name)
-		case specRenameTable:
-			return r.keysUnknown(probe, q, append(r.keyTables(id), sp.table)...)
+		case ddlparse.SpecRenameColumn:
+			renamed = append(renamed, sp.Name)
+		case ddlparse.SpecRenameTable:
+			return r.keysUnknown(probe, q, append(r.keyTables(id), sp.Table)...)
 		}
 	}
 	if len(renamed) > 0 {
@@ -139,24 +141,24 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlStmt) []cdcsync.
 	}
 	keys := slices.Clone(k.Keys)
 	changed := false
-	for _, sp := range st.specs {
-		switch sp.op {
-		case specAddFK:
-			if sp.fk.parent.Database == "" {
-				sp.fk.parent.Database = id.Database
+	for _, sp := range st.Specs {
+		switch sp.Op {
+		case ddlparse.SpecAddFK:
+			if sp.ForeignKey.Parent.Database == "" {
+				sp.ForeignKey.Parent.Database = id.Database
 			}
-			fk := cdcsync.ForeignKey{Name: r.keyName(id, sp.fk, keys), Child: id, ChildCols: sp.fk.cols, Parent: sp.fk.parent,
-				ParentCols: sp.fk.parentCols, OnDelete: sp.fk.onDelete, OnUpdate: sp.fk.onUpdate}
+			fk := cdcsync.ForeignKey{Name: r.keyName(id, sp.ForeignKey, keys), Child: id, ChildCols: sp.ForeignKey.Columns, Parent: sp.ForeignKey.Parent,
+				ParentCols: sp.ForeignKey.ParentColumns, OnDelete: sp.ForeignKey.OnDelete, OnUpdate: sp.ForeignKey.OnUpdate}
 			keys = slices.DeleteFunc(keys, func(x cdcsync.ForeignKey) bool { return strings.EqualFold(x.Name, fk.Name) })
 			keys = append(keys, fk)
 			changed = true
-		case specDropFK, specDropConstraint:
+		case ddlparse.SpecDropFK, ddlparse.SpecDropConstraint:
 			n := len(keys)
-			keys = slices.DeleteFunc(keys, func(x cdcsync.ForeignKey) bool { return strings.EqualFold(x.Name, sp.name) })
+			keys = slices.DeleteFunc(keys, func(x cdcsync.ForeignKey) bool { return strings.EqualFold(x.Name, sp.Name) })
 			switch {
 			case len(keys) < n:
 				changed = true
-			case sp.op == specDropFK && !sp.ifExists:
+			case sp.Op == ddlparse.SpecDropFK && !sp.IfExists:
 				// A key cdcsync does not know (a generated name it
 				// predicted otherwise): MySQL knows which went.
 				return r.keysUnknown(probe, q, id)
@@ -173,12 +175,12 @@ func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlStmt) []cdcsync.
 // keyName is the name the server gives a key ADD FOREIGN KEY creates:
 // CONSTRAINT's, else (MariaDB) the index name, else table_ibfk_N with N
 // one above the highest such number of the table.
-func (r *reader) keyName(id cdcsync.TableID, fk *fkDef, keys []cdcsync.ForeignKey) string {
+func (r *reader) keyName(id cdcsync.TableID, fk *ddlparse.ForeignKeyDef, keys []cdcsync.ForeignKey) string {
 	switch {
-	case fk.name != "":
-		return fk.name
-	case fk.index != "" && r.cfg.Flavor == cdcsync.FlavorMariaDB:
-		return fk.index
+	case fk.Name != "":
+		return fk.Name
+	case fk.Index != "" && r.cfg.Flavor == cdcsync.FlavorMariaDB:
+		return fk.Index
 	}
 	prefix := strings.ToLower(id.Table) + "_ibfk_"
 	n := 0
@@ -207,7 +209,7 @@ func (r *reader) keysUnknown(probe *cdcsync.Txn, q string, ids ...cdcsync.TableI
 		out = append(out, cdcsync.SchemaChange{Table: id, Kind: cdcsync.ChangeForeignKeys, KeysUnknown: true})
 	}
 	if len(out) > 0 && r.restart == nil {
-		r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, abbreviate(q, 120), r.position())
+		r.restart = fmt.Errorf("%w: %q at %s", ErrForeignKeys, strutil.Abbreviate(q, 120), r.position())
 	}
 	return out
 }

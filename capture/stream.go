@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture/binlogpos"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -655,7 +656,7 @@ func (r *reader) stopForValue(id cdcsync.TableID, s *cdcsync.TableSchema, h *rep
 	var key []string
 	for _, k := range s.PrimaryKey {
 		if k < len(raw) {
-			key = append(key, s.Columns[k].Name+"="+abbreviate(fmt.Sprint(raw[k]), 64))
+			key = append(key, s.Columns[k].Name+"="+strutil.Abbreviate(fmt.Sprint(raw[k]), 64))
 		}
 	}
 	r.stopTable(id, fmt.Sprintf("the row with primary key (%s) in the transaction at %s: %v; then copy the table again: cdcsync resync %s",
@@ -675,13 +676,6 @@ func parseTableName(schema, name string) cdcsync.TableID {
 		return cdcsync.TableID{Database: parts[0], Table: parts[1]}
 	}
 	return cdcsync.TableID{Database: schema, Table: parts[0]}
-}
-
-func abbreviate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // ServerIdentity names the server for file/offset positions: @@server_uuid on

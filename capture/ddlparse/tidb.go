@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ import (
 )
 
 // This file parses DDL with the TiDB parser (github.com/pingcap/tidb/pkg/parser)
-// and builds the same ddlStmt the hand-written parser of ddlparse.go builds.
-// parseDDL uses it first and falls back to the hand-written parser for a
+// and builds the same Stmt the hand-written parser of hand.go builds.
+// Parse uses it first and falls back to the hand-written parser for a
 // statement it refuses (errTiDBFallback): MariaDB-only syntax the TiDB
 // grammar does not have (ALTER ONLINE, WAIT n/NOWAIT, CREATE OR REPLACE,
 // INET6, UUID, INVISIBLE, PERSISTENT, DROP FOREIGN KEY IF EXISTS, /*M!
@@ -28,7 +28,7 @@ import (
 // spellings whose meaning the TiDB AST does not keep (see tidbAmbiguous).
 // Source text the AST does not keep is taken from the statement's tokens
 // (lex): the names around FOREIGN KEY and which keyword a DROP CHECK or
-// DROP CONSTRAINT used. The differential test is ddltidb_test.go.
+// DROP CONSTRAINT used. The differential test is tidb_test.go.
 
 // errTiDBFallback means the TiDB parser or this adapter cannot build the
 // statement the way the hand-written parser would.
@@ -69,10 +69,10 @@ func tidbAmbiguous(q string, toks []token) string {
 	return ""
 }
 
-// parseDDLTiDB parses q with the TiDB parser and builds the ddlStmt
-// parseDDL builds; an error wrapping errTiDBFallback means the statement
+// parseDDLTiDB parses q with the TiDB parser and builds the Stmt
+// Parse builds; an error wrapping errTiDBFallback means the statement
 // is for the hand-written parser.
-func parseDDLTiDB(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
+func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	toks, err := lex(q, mode)
 	if err != nil {
 		return nil, tidbFallback("%v", err)
@@ -108,34 +108,34 @@ func parseDDLTiDB(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
 		return a.create(n)
 	case *ast.DropTableStmt:
 		if n.IsView {
-			return &ddlStmt{kind: stmtOther}, nil
+			return &Stmt{Kind: StmtOther}, nil
 		}
-		s := &ddlStmt{kind: stmtDrop, temporary: n.TemporaryKeyword != ast.TemporaryNone}
+		s := &Stmt{Kind: StmtDrop, Temporary: n.TemporaryKeyword != ast.TemporaryNone}
 		for _, t := range n.Tables {
-			s.tables = append(s.tables, a.table(t))
+			s.Tables = append(s.Tables, a.table(t))
 		}
 		return s, nil
 	case *ast.DropDatabaseStmt:
-		return &ddlStmt{kind: stmtDropDatabase, database: n.Name.O}, nil
+		return &Stmt{Kind: StmtDropDatabase, Database: n.Name.O}, nil
 	case *ast.RenameTableStmt:
-		s := &ddlStmt{kind: stmtRename}
+		s := &Stmt{Kind: StmtRename}
 		for _, tt := range n.TableToTables {
-			s.renames = append(s.renames, [2]cdcsync.TableID{a.table(tt.OldTable), a.table(tt.NewTable)})
+			s.Renames = append(s.Renames, [2]cdcsync.TableID{a.table(tt.OldTable), a.table(tt.NewTable)})
 		}
 		return s, nil
 	case *ast.TruncateTableStmt:
-		return &ddlStmt{kind: stmtTruncate, table: a.table(n.Table)}, nil
+		return &Stmt{Kind: StmtTruncate, Table: a.table(n.Table)}, nil
 	case *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterDatabaseStmt, *ast.CreateDatabaseStmt,
 		*ast.CreateViewStmt, *ast.DropSequenceStmt, *ast.CreateSequenceStmt, *ast.CreateUserStmt,
 		*ast.DropUserStmt, *ast.RenameUserStmt, *ast.GrantStmt, *ast.RevokeStmt, *ast.AlterUserStmt,
 		*ast.SetStmt, *ast.FlushStmt, *ast.AnalyzeTableStmt, *ast.BeginStmt, *ast.CommitStmt, *ast.RollbackStmt,
 		*ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.SelectStmt:
-		return &ddlStmt{kind: stmtOther}, nil
+		return &Stmt{Kind: StmtOther}, nil
 	}
 	return nil, tidbFallback("%T", stmts[0])
 }
 
-// tidbAdapter builds a ddlStmt from the TiDB AST of one statement.
+// tidbAdapter builds a Stmt from the TiDB AST of one statement.
 type tidbAdapter struct {
 	q      string
 	toks   []token
@@ -162,38 +162,38 @@ func restore(n ast.Node) string {
 	return b.String()
 }
 
-func (a *tidbAdapter) alter(n *ast.AlterTableStmt) (*ddlStmt, error) {
-	s := &ddlStmt{kind: stmtAlter, table: a.table(n.Table)}
+func (a *tidbAdapter) alter(n *ast.AlterTableStmt) (*Stmt, error) {
+	s := &Stmt{Kind: StmtAlter, Table: a.table(n.Table)}
 	for _, sp := range n.Specs {
 		out, err := a.alterSpec(sp)
 		if err != nil {
 			return nil, err
 		}
-		s.specs = append(s.specs, out...)
+		s.Specs = append(s.Specs, out...)
 	}
 	return s, nil
 }
 
-func noop(text string) alterSpec { return alterSpec{op: specNoop, text: text} }
+func noop(text string) AlterSpec { return AlterSpec{Op: SpecNoop, Text: text} }
 
-func (a *tidbAdapter) position(sp *alterSpec, pos *ast.ColumnPosition) {
+func (a *tidbAdapter) position(sp *AlterSpec, pos *ast.ColumnPosition) {
 	if pos == nil {
 		return
 	}
 	switch pos.Tp {
 	case ast.ColumnPositionFirst:
-		sp.first = true
+		sp.First = true
 	case ast.ColumnPositionAfter:
-		sp.after = pos.RelativeColumn.Name.O
+		sp.After = pos.RelativeColumn.Name.O
 	}
 }
 
-func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
+func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 	text := restore(sp)
 	switch sp.Tp {
 	case ast.AlterTableAddColumns:
-		out := alterSpec{op: specAddColumn, ifExists: sp.IfNotExists, text: text}
-		var cols []*colDef
+		out := AlterSpec{Op: SpecAddColumn, IfExists: sp.IfNotExists, Text: text}
+		var cols []*ColumnDef
 		for _, c := range sp.NewColumns {
 			d, err := a.column(c)
 			if err != nil {
@@ -202,15 +202,15 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
 			cols = append(cols, d)
 		}
 		if sp.Position == nil { // ADD (a ..., b ...)
-			out.cols = cols
+			out.Columns = cols
 		} else {
 			if len(cols) != 1 {
 				return nil, tidbFallback("ADD COLUMN with %d columns", len(cols))
 			}
-			out.col = cols[0]
+			out.Column = cols[0]
 			a.position(&out, sp.Position)
 		}
-		return []alterSpec{out}, nil
+		return []AlterSpec{out}, nil
 	case ast.AlterTableAddConstraint:
 		c := sp.Constraint
 		switch c.Tp {
@@ -219,21 +219,21 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []alterSpec{{op: specAddPK, pk: pk}}, nil
+			return []AlterSpec{{Op: SpecAddPK, PrimaryKey: pk}}, nil
 		case ast.ConstraintForeignKey:
 			fk, err := a.foreignKey(c)
 			if err != nil {
 				return nil, err
 			}
-			return []alterSpec{{op: specAddFK, fk: fk}}, nil
+			return []AlterSpec{{Op: SpecAddFK, ForeignKey: fk}}, nil
 		}
-		return []alterSpec{noop(text)}, nil
+		return []AlterSpec{noop(text)}, nil
 	case ast.AlterTableDropColumn:
-		return []alterSpec{{op: specDropColumn, name: sp.OldColumnName.Name.O, ifExists: sp.IfExists, text: text}}, nil
+		return []AlterSpec{{Op: SpecDropColumn, Name: sp.OldColumnName.Name.O, IfExists: sp.IfExists, Text: text}}, nil
 	case ast.AlterTableDropPrimaryKey:
-		return []alterSpec{{op: specDropPK}}, nil
+		return []AlterSpec{{Op: SpecDropPK}}, nil
 	case ast.AlterTableDropForeignKey:
-		return []alterSpec{{op: specDropFK, name: sp.Name, ifExists: sp.IfExists}}, nil
+		return []AlterSpec{{Op: SpecDropFK, Name: sp.Name, IfExists: sp.IfExists}}, nil
 	case ast.AlterTableDropCheck:
 		// DROP CONSTRAINT c and DROP CHECK c come out alike: the keyword
 		// is in the tokens.
@@ -242,9 +242,9 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
 			return nil, err
 		}
 		if kw == "CHECK" {
-			return []alterSpec{noop(text)}, nil
+			return []AlterSpec{noop(text)}, nil
 		}
-		return []alterSpec{{op: specDropConstraint, name: sp.Constraint.Name, ifExists: sp.IfExists}}, nil
+		return []AlterSpec{{Op: SpecDropConstraint, Name: sp.Constraint.Name, IfExists: sp.IfExists}}, nil
 	case ast.AlterTableModifyColumn, ast.AlterTableChangeColumn:
 		if len(sp.NewColumns) != 1 {
 			return nil, tidbFallback("MODIFY/CHANGE with %d columns", len(sp.NewColumns))
@@ -253,23 +253,23 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := alterSpec{op: specModify, col: d, name: d.name, ifExists: sp.IfExists, text: text}
+		out := AlterSpec{Op: SpecModify, Column: d, Name: d.Name, IfExists: sp.IfExists, Text: text}
 		if sp.Tp == ast.AlterTableChangeColumn {
-			out.op, out.name = specChange, sp.OldColumnName.Name.O
+			out.Op, out.Name = SpecChange, sp.OldColumnName.Name.O
 		}
 		a.position(&out, sp.Position)
-		return []alterSpec{out}, nil
+		return []AlterSpec{out}, nil
 	case ast.AlterTableRenameColumn:
-		return []alterSpec{{op: specRenameColumn, name: sp.OldColumnName.Name.O, newName: sp.NewColumnName.Name.O,
-			ifExists: sp.IfExists, text: text}}, nil
+		return []AlterSpec{{Op: SpecRenameColumn, Name: sp.OldColumnName.Name.O, NewName: sp.NewColumnName.Name.O,
+			IfExists: sp.IfExists, Text: text}}, nil
 	case ast.AlterTableRenameTable:
-		return []alterSpec{{op: specRenameTable, table: a.table(sp.NewTable)}}, nil
+		return []AlterSpec{{Op: SpecRenameTable, Table: a.table(sp.NewTable)}}, nil
 	case ast.AlterTableOption:
 		return a.tableOptions(sp.Options)
 	case ast.AlterTableDropPartition, ast.AlterTableTruncatePartition, ast.AlterTableExchangePartition,
 		ast.AlterTableImportPartitionTablespace, ast.AlterTableDiscardPartitionTablespace,
 		ast.AlterTableImportTablespace, ast.AlterTableDiscardTablespace:
-		return []alterSpec{{op: specDataChange, text: text}}, nil
+		return []AlterSpec{{Op: SpecDataChange, Text: text}}, nil
 	case ast.AlterTableAlterColumn, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableRenameIndex,
 		ast.AlterTableForce, ast.AlterTableAddPartitions, ast.AlterTableCoalescePartitions, ast.AlterTablePartition,
 		ast.AlterTableEnableKeys, ast.AlterTableDisableKeys, ast.AlterTableRemovePartitioning,
@@ -277,33 +277,33 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]alterSpec, error) {
 		ast.AlterTableReorganizePartition, ast.AlterTableCheckPartitions, ast.AlterTableOptimizePartition,
 		ast.AlterTableRepairPartition, ast.AlterTableAlterCheck, ast.AlterTableIndexInvisible,
 		ast.AlterTableOrderByColumns, ast.AlterTableDropIndex:
-		return []alterSpec{noop(text)}, nil
+		return []AlterSpec{noop(text)}, nil
 	}
 	return nil, tidbFallback("ALTER TABLE clause %d", sp.Tp)
 }
 
 // tableOptions maps table options as the hand-written parser does: a
-// character set (with the collation after it) is one specCharset, CONVERT
-// TO one specConvert, ENGINE=BLACKHOLE a data change, anything else a noop.
-func (a *tidbAdapter) tableOptions(opts []*ast.TableOption) ([]alterSpec, error) {
-	var out []alterSpec
+// character set (with the collation after it) is one SpecCharset, CONVERT
+// TO one SpecConvert, ENGINE=BLACKHOLE a data change, anything else a noop.
+func (a *tidbAdapter) tableOptions(opts []*ast.TableOption) ([]AlterSpec, error) {
+	var out []AlterSpec
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch o.Tp {
 		case ast.TableOptionCharset:
-			op := specCharset
+			op := SpecCharset
 			if o.UintValue == ast.TableOptionCharsetWithConvertTo {
-				op = specConvert
+				op = SpecConvert
 			}
-			out = append(out, alterSpec{op: op, charset: strings.ToLower(o.StrValue)})
+			out = append(out, AlterSpec{Op: op, Charset: strings.ToLower(o.StrValue)})
 			if i+1 < len(opts) && opts[i+1].Tp == ast.TableOptionCollate {
 				i++
 			}
 		case ast.TableOptionCollate:
-			out = append(out, alterSpec{op: specCharset, charset: charsetOfCollation(o.StrValue)})
+			out = append(out, AlterSpec{Op: SpecCharset, Charset: CharsetOfCollation(o.StrValue)})
 		case ast.TableOptionEngine:
 			if strings.EqualFold(o.StrValue, "BLACKHOLE") {
-				out = append(out, alterSpec{op: specDataChange, text: restore(o)})
+				out = append(out, AlterSpec{Op: SpecDataChange, Text: restore(o)})
 			} else {
 				out = append(out, noop(restore(o)))
 			}
@@ -328,21 +328,21 @@ func keyNames(keys []*ast.IndexPartSpecification) ([]string, error) {
 // foreignKey maps a FOREIGN KEY constraint. The AST keeps one name for
 // CONSTRAINT name and the index name after FOREIGN KEY; both come from
 // the tokens.
-func (a *tidbAdapter) foreignKey(c *ast.Constraint) (*fkDef, error) {
+func (a *tidbAdapter) foreignKey(c *ast.Constraint) (*ForeignKeyDef, error) {
 	name, index, err := a.nextForeignKey()
 	if err != nil {
 		return nil, err
 	}
-	fk := &fkDef{name: name, index: index}
-	if fk.cols, err = keyNames(c.Keys); err != nil {
+	fk := &ForeignKeyDef{Name: name, Index: index}
+	if fk.Columns, err = keyNames(c.Keys); err != nil {
 		return nil, err
 	}
 	r := c.Refer
-	fk.parent = cdcsync.TableID{Database: r.Table.Schema.O, Table: r.Table.Name.O}
-	if fk.parentCols, err = keyNames(r.IndexPartSpecifications); err != nil {
+	fk.Parent = cdcsync.TableID{Database: r.Table.Schema.O, Table: r.Table.Name.O}
+	if fk.ParentColumns, err = keyNames(r.IndexPartSpecifications); err != nil {
 		return nil, err
 	}
-	if len(fk.cols) != len(fk.parentCols) {
+	if len(fk.Columns) != len(fk.ParentColumns) {
 		return nil, tidbFallback("column counts differ")
 	}
 	action := func(o ast.ReferOptionType) cdcsync.FKAction {
@@ -355,10 +355,10 @@ func (a *tidbAdapter) foreignKey(c *ast.Constraint) (*fkDef, error) {
 		return cdcsync.FKAction(0)
 	}
 	if r.OnDelete != nil {
-		fk.onDelete = action(r.OnDelete.ReferOpt)
+		fk.OnDelete = action(r.OnDelete.ReferOpt)
 	}
 	if r.OnUpdate != nil {
-		fk.onUpdate = action(r.OnUpdate.ReferOpt)
+		fk.OnUpdate = action(r.OnUpdate.ReferOpt)
 	}
 	return fk, nil
 }
@@ -406,28 +406,28 @@ func (a *tidbAdapter) nextDropCheck() (string, error) {
 	return "", tidbFallback("DROP CHECK not found in the tokens")
 }
 
-func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*ddlStmt, error) {
-	s := &ddlStmt{kind: stmtCreate, table: a.table(n.Table), ifNotExists: n.IfNotExists}
+func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*Stmt, error) {
+	s := &Stmt{Kind: StmtCreate, Table: a.table(n.Table), ifNotExists: n.IfNotExists}
 	if n.TemporaryKeyword != ast.TemporaryNone {
-		s.temporary = true
+		s.Temporary = true
 		return s, nil
 	}
 	if n.ReferTable != nil {
 		like := a.table(n.ReferTable)
-		s.like = &like
+		s.Like = &like
 		return s, nil
 	}
-	def := &createDef{}
-	s.create = def
+	def := &CreateDef{}
+	s.Create = def
 	if n.Select != nil {
-		s.asSel = true
+		s.AsSelect = true
 	}
 	for _, c := range n.Cols {
 		d, err := a.column(c)
 		if err != nil {
 			return nil, err
 		}
-		def.cols = append(def.cols, d)
+		def.Columns = append(def.Columns, d)
 	}
 	for _, c := range n.Constraints {
 		switch c.Tp {
@@ -436,7 +436,7 @@ func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*ddlStmt, error) {
 			if err != nil {
 				return nil, err
 			}
-			def.pk = pk
+			def.PrimaryKey = pk
 		case ast.ConstraintForeignKey:
 			// The hand-written parser skips table-level keys of CREATE
 			// TABLE; the tokens still count this one.
@@ -445,23 +445,23 @@ func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*ddlStmt, error) {
 			}
 		}
 	}
-	if s.asSel {
+	if s.AsSelect {
 		return s, nil
 	}
 	for _, o := range n.Options {
 		switch o.Tp {
 		case ast.TableOptionCharset:
-			def.charset = strings.ToLower(o.StrValue)
+			def.Charset = strings.ToLower(o.StrValue)
 		case ast.TableOptionCollate:
-			if def.charset == "" {
-				def.charset = charsetOfCollation(o.StrValue)
+			if def.Charset == "" {
+				def.Charset = CharsetOfCollation(o.StrValue)
 			}
 		}
 	}
 	return s, nil
 }
 
-// tidbTypes maps the AST's type codes to the names ddlparse.go uses.
+// tidbTypes maps the AST's type codes to the names hand.go uses.
 var tidbTypes = map[byte]string{
 	mysql.TypeTiny: "tinyint", mysql.TypeShort: "smallint", mysql.TypeInt24: "mediumint", mysql.TypeLong: "int",
 	mysql.TypeLonglong: "bigint", mysql.TypeNewDecimal: "decimal", mysql.TypeFloat: "float", mysql.TypeDouble: "double",
@@ -472,12 +472,12 @@ var tidbTypes = map[byte]string{
 	mysql.TypeJSON: "json",
 }
 
-func (a *tidbAdapter) column(c *ast.ColumnDef) (*colDef, error) {
+func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 	ft := c.Tp
 	if ft == nil {
 		return nil, tidbFallback("a column without a type")
 	}
-	d := &colDef{name: c.Name.Name.O}
+	d := &ColumnDef{Name: c.Name.Name.O}
 	dt, ok := tidbTypes[ft.GetType()]
 	if !ok {
 		return nil, tidbFallback("column type %d", ft.GetType())
@@ -497,57 +497,57 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*colDef, error) {
 	switch dt {
 	case "decimal", "float", "double":
 		if flen >= 0 {
-			d.args = append(d.args, strconv.Itoa(flen))
+			d.Args = append(d.Args, strconv.Itoa(flen))
 			if dec >= 0 {
-				d.args = append(d.args, strconv.Itoa(dec))
+				d.Args = append(d.Args, strconv.Itoa(dec))
 			}
 		}
 	case "datetime", "timestamp", "time":
 		if dec >= 0 {
-			d.args = []string{strconv.Itoa(dec)}
+			d.Args = []string{strconv.Itoa(dec)}
 		}
 	case "enum", "set":
-		d.args = append([]string(nil), ft.GetElems()...)
+		d.Args = append([]string(nil), ft.GetElems()...)
 	case "json":
 		if a.flavor == cdcsync.FlavorMariaDB {
 			dt = "longtext"
-			d.charset, d.collate = "utf8mb4", "utf8mb4_bin"
+			d.Charset, d.Collate = "utf8mb4", "utf8mb4_bin"
 		}
 	default:
 		if flen >= 0 {
-			d.args = []string{strconv.Itoa(flen)}
+			d.Args = []string{strconv.Itoa(flen)}
 		}
 	}
-	d.dataType = dt
+	d.DataType = dt
 	flag := ft.GetFlag()
-	d.unsigned = flag&mysql.UnsignedFlag != 0
-	d.zerofill = flag&mysql.ZerofillFlag != 0
-	if d.zerofill {
-		d.unsigned = true
+	d.Unsigned = flag&mysql.UnsignedFlag != 0
+	d.Zerofill = flag&mysql.ZerofillFlag != 0
+	if d.Zerofill {
+		d.Unsigned = true
 	}
 	if !binary && dt != "json" {
-		d.charset = strings.ToLower(ft.GetCharset())
-		d.collate = strings.ToLower(ft.GetCollate())
+		d.Charset = strings.ToLower(ft.GetCharset())
+		d.Collate = strings.ToLower(ft.GetCollate())
 	}
 	d.typeText = ft.String()
 	for _, o := range c.Options {
 		switch o.Tp {
 		case ast.ColumnOptionNotNull:
-			d.notNull = true
+			d.NotNull = true
 		case ast.ColumnOptionNull:
 			d.null = true
 		case ast.ColumnOptionPrimaryKey:
-			d.primary = true
+			d.PrimaryKey = true
 		case ast.ColumnOptionAutoIncrement:
-			d.autoInc = true
+			d.AutoIncrement = true
 		case ast.ColumnOptionDefaultValue:
 			if err := defaultOf(d, o.Expr); err != nil {
 				return nil, err
 			}
 		case ast.ColumnOptionGenerated:
-			d.generated = true
+			d.Generated = true
 		case ast.ColumnOptionCollate:
-			d.collate = strings.ToLower(o.StrValue)
+			d.Collate = strings.ToLower(o.StrValue)
 		case ast.ColumnOptionUniqKey, ast.ColumnOptionComment, ast.ColumnOptionReference, ast.ColumnOptionCheck,
 			ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionOnUpdate,
 			ast.ColumnOptionSecondaryEngineAttribute, ast.ColumnOptionNoOption:
@@ -559,8 +559,8 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*colDef, error) {
 }
 
 // defaultOf sets the default of d from the expression after DEFAULT: a
-// literal's text, or an expression's text in defExpr.
-func defaultOf(d *colDef, e ast.ExprNode) error {
+// literal's text, or an expression's text in DefaultExpr.
+func defaultOf(d *ColumnDef, e ast.ExprNode) error {
 	d.hasDef = true
 	lit := e
 	if p, ok := lit.(*ast.ParenthesesExpr); ok {
@@ -577,16 +577,16 @@ func defaultOf(d *colDef, e ast.ExprNode) error {
 	}
 	v, ok := lit.(*test_driver.ValueExpr)
 	if !ok {
-		d.defExpr = e.Text()
-		if d.defExpr == "" {
-			d.defExpr = restore(e)
+		d.DefaultExpr = e.Text()
+		if d.DefaultExpr == "" {
+			d.DefaultExpr = restore(e)
 		}
 		return nil
 	}
 	var s string
 	switch v.Kind() {
 	case test_driver.KindNull:
-		d.defNull = true
+		d.DefaultNull = true
 		return nil
 	case test_driver.KindInt64:
 		s = strconv.FormatInt(v.GetInt64(), 10)
@@ -605,7 +605,7 @@ func defaultOf(d *colDef, e ast.ExprNode) error {
 		return tidbFallback("a double minus")
 	}
 	s = sign + s
-	d.defText = &s
+	d.DefaultText = &s
 	return nil
 }
 

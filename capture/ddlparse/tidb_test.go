@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -12,24 +12,24 @@ import (
 
 // The differential test of the two DDL parsers: every statement goes
 // through the TiDB parser (parseDDLTiDB) and the hand-written one
-// (parseDDLHand). Either the two build the same ddlStmt, or the TiDB
+// (parseDDLHand). Either the two build the same Stmt, or the TiDB
 // parser refuses the statement (errTiDBFallback) and the case says why in
 // its fallback field; a case whose fallback no longer happens fails too,
 // so the list stays exact.
 //
 // The comparison leaves out what only the hand-written parser can keep
-// and nothing reads: colDef.typeText (the type as written, unused),
-// alterSpec.text (the clause as written) except for specDataChange, which
-// messages quote, and specNoop clauses (indexes, options: applyAlter and
-// the key tracking skip them). A text the AST renders (alterSpec.text of a
-// data change, colDef.defExpr) is compared ignoring case, blanks,
+// and nothing reads: ColumnDef.typeText (the type as written, unused),
+// AlterSpec.Text (the clause as written) except for SpecDataChange, which
+// messages quote, and SpecNoop clauses (indexes, options: capture's
+// applyAlter and key tracking skip them). A text the AST renders
+// (AlterSpec.Text of a data change, ColumnDef.DefaultExpr) is compared ignoring case, blanks,
 // backquotes and empty argument lists (CURRENT_TIMESTAMP()).
 
 type ddlCase struct {
 	src      string // where the statement comes from
 	q        string
 	flavor   string
-	mode     sqlMode
+	mode     SQLMode
 	fallback string // why the TiDB parser refuses it ("": it must not)
 }
 
@@ -278,9 +278,9 @@ var ddlBinlogCorpus = []ddlCase{
 	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN i BIGINT DEFAULT -9223372036854775808", flavor: cdcsync.FlavorMariaDB},
 	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN s VARCHAR(10) DEFAULT 'it''s'", flavor: cdcsync.FlavorMariaDB},
 	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN s VARCHAR(10) DEFAULT 'a\\nb'", flavor: cdcsync.FlavorMariaDB},
-	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN s VARCHAR(10) DEFAULT 'a\\nb'", flavor: cdcsync.FlavorMariaDB, mode: sqlMode{known: true, noBackslash: true}},
-	{src: "binlog: MariaDB 11", q: "ALTER TABLE \"t\" ADD COLUMN \"c\" INT DEFAULT 1", flavor: cdcsync.FlavorMariaDB, mode: sqlMode{known: true, ansiQuotes: true, strict: true}},
-	{src: "binlog: MariaDB 11", q: "CREATE TABLE \"db\".\"t\" (\"id\" int NOT NULL, \"v\" varchar(5) DEFAULT 'x', PRIMARY KEY (\"id\"))", flavor: cdcsync.FlavorMariaDB, mode: sqlMode{known: true, ansiQuotes: true, strict: true}},
+	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN s VARCHAR(10) DEFAULT 'a\\nb'", flavor: cdcsync.FlavorMariaDB, mode: SQLMode{known: true, noBackslash: true}},
+	{src: "binlog: MariaDB 11", q: "ALTER TABLE \"t\" ADD COLUMN \"c\" INT DEFAULT 1", flavor: cdcsync.FlavorMariaDB, mode: SQLMode{known: true, ansiQuotes: true, Strict: true}},
+	{src: "binlog: MariaDB 11", q: "CREATE TABLE \"db\".\"t\" (\"id\" int NOT NULL, \"v\" varchar(5) DEFAULT 'x', PRIMARY KEY (\"id\"))", flavor: cdcsync.FlavorMariaDB, mode: SQLMode{known: true, ansiQuotes: true, Strict: true}},
 	{src: "binlog: MariaDB 11", q: "/*!40101 ALTER TABLE t ADD COLUMN c INT */", flavor: cdcsync.FlavorMariaDB},
 	{src: "binlog: MariaDB 11", q: "ALTER TABLE t /*!50100 ADD COLUMN c INT */", flavor: cdcsync.FlavorMariaDB},
 	{src: "binlog: MariaDB 11", q: "ALTER TABLE t ADD COLUMN c INT /*M! INVISIBLE */", flavor: cdcsync.FlavorMariaDB, fallback: "an executable comment only MariaDB (/*M!) or only TiDB (/*T!) runs"},
@@ -347,7 +347,7 @@ var ddlBinlogCorpus = []ddlCase{
 }
 
 // comparableStmt is st without what the comparison leaves out.
-func comparableStmt(st *ddlStmt) *ddlStmt {
+func comparableStmt(st *Stmt) *Stmt {
 	if st == nil {
 		return nil
 	}
@@ -355,79 +355,79 @@ func comparableStmt(st *ddlStmt) *ddlStmt {
 	norm := func(s string) string {
 		return strings.NewReplacer(" ", "", "\n", "", "\t", "", "`", "", "()", "").Replace(strings.ToLower(s))
 	}
-	col := func(d *colDef) *colDef {
+	col := func(d *ColumnDef) *ColumnDef {
 		if d == nil {
 			return nil
 		}
 		x := *d
 		x.typeText = ""
-		x.defExpr = norm(x.defExpr)
+		x.DefaultExpr = norm(x.DefaultExpr)
 		return &x
 	}
-	if st.create != nil {
-		cd := *st.create
-		cd.cols = nil
-		for _, d := range st.create.cols {
-			cd.cols = append(cd.cols, col(d))
+	if st.Create != nil {
+		cd := *st.Create
+		cd.Columns = nil
+		for _, d := range st.Create.Columns {
+			cd.Columns = append(cd.Columns, col(d))
 		}
-		c.create = &cd
+		c.Create = &cd
 	}
-	c.specs = nil
-	for _, sp := range st.specs {
-		if sp.op == specNoop {
+	c.Specs = nil
+	for _, sp := range st.Specs {
+		if sp.Op == SpecNoop {
 			continue
 		}
 		x := sp
-		x.col = col(sp.col)
-		x.cols = nil
-		for _, d := range sp.cols {
-			x.cols = append(x.cols, col(d))
+		x.Column = col(sp.Column)
+		x.Columns = nil
+		for _, d := range sp.Columns {
+			x.Columns = append(x.Columns, col(d))
 		}
-		if sp.op == specDataChange {
-			x.text = norm(sp.text)
+		if sp.Op == SpecDataChange {
+			x.Text = norm(sp.Text)
 		} else {
-			x.text = ""
+			x.Text = ""
 		}
-		c.specs = append(c.specs, x)
+		c.Specs = append(c.Specs, x)
 	}
 	return &c
 }
 
-// describeStmt renders a ddlStmt for a diff, one field a line.
-func describeStmt(st *ddlStmt) string {
+// describeStmt renders a Stmt for a diff, one field a line.
+func describeStmt(st *Stmt) string {
 	if st == nil {
 		return "<nil>"
 	}
 	var b strings.Builder
-	colStr := func(d *colDef) string {
+	colStr := func(d *ColumnDef) string {
 		if d == nil {
 			return "<nil>"
 		}
 		def := "<nil>"
-		if d.defText != nil {
-			def = fmt.Sprintf("%q", *d.defText)
+		if d.DefaultText != nil {
+			def = fmt.Sprintf("%q", *d.DefaultText)
 		}
 		return fmt.Sprintf("%+v defText=%s", *d, def)
 	}
 	fmt.Fprintf(&b, "kind=%d table=%v tables=%v database=%q renames=%v temporary=%v ifNotExists=%v orReplace=%v like=%v asSel=%v\n",
-		st.kind, st.table, st.tables, st.database, st.renames, st.temporary, st.ifNotExists, st.orReplace, st.like, st.asSel)
-	if st.create != nil {
-		fmt.Fprintf(&b, "create pk=%v charset=%q\n", st.create.pk, st.create.charset)
-		for _, d := range st.create.cols {
+		st.Kind, st.Table, st.Tables, st.Database, st.Renames, st.Temporary, st.ifNotExists, st.OrReplace, st.Like, st.AsSelect)
+	if st.Create != nil {
+		fmt.Fprintf(&b, "create pk=%v charset=%q\n", st.Create.PrimaryKey, st.Create.Charset)
+		for _, d := range st.Create.Columns {
 			fmt.Fprintf(&b, "  col %s\n", colStr(d))
 		}
 	}
-	for _, sp := range st.specs {
+	for _, sp := range st.Specs {
 		fk := "<nil>"
-		if sp.fk != nil {
-			fk = fmt.Sprintf("%+v", *sp.fk)
+		if sp.ForeignKey != nil {
+			fk = fmt.Sprintf("%+v", *sp.ForeignKey)
 		}
 		fmt.Fprintf(&b, "spec op=%d name=%q newName=%q first=%v after=%q ifExists=%v pk=%v table=%v charset=%q text=%q fk=%s\n",
-			sp.op, sp.name, sp.newName, sp.first, sp.after, sp.ifExists, sp.pk, sp.table, sp.charset, sp.text, fk)
-		if sp.col != nil {
-			fmt.Fprintf(&b, "  col %s\n", colStr(sp.col))
+			sp.Op, sp.Name, sp.NewName, sp.First, sp.After, sp.IfExists, sp.PrimaryKey, sp.Table, sp.Charset, sp.Text, fk)
+		if sp.Column != nil {
+			fmt.Fprintf(&b, "  col %s\n", colStr(sp.Column))
 		}
-		for _, d := range sp.cols {
+		for _, d := range sp.Columns {
 			fmt.Fprintf(&b, "  cols %s\n", colStr(d))
 		}
 	}
@@ -458,7 +458,7 @@ func TestDDLParsersAgree(t *testing.T) {
 	for _, c := range cases {
 		mode := c.mode
 		if !mode.known {
-			mode.strict = true
+			mode.Strict = true
 		}
 		hand, herr := parseDDLHand(c.q, "db", c.flavor, mode)
 		tidb, terr := parseDDLTiDB(c.q, "db", c.flavor, mode)
@@ -493,15 +493,15 @@ func TestDDLParsersAgree(t *testing.T) {
 	t.Logf("%d statements: %d equal, %d for the hand-written parser (%d of them refused by both)", len(cases), equal, fellBack, bothRefuse)
 }
 
-// TestParseDDLFallsBack checks parseDDL takes the TiDB parser's result and
+// TestParseDDLFallsBack checks Parse takes the TiDB parser's result and
 // the hand-written parser's for what the TiDB parser refuses.
 func TestParseDDLFallsBack(t *testing.T) {
-	m := sqlMode{strict: true}
-	st, err := parseDDL("ALTER ONLINE TABLE t ADD COLUMN c INET6", "db", cdcsync.FlavorMariaDB, m)
-	if err != nil || st.kind != stmtAlter || st.specs[0].col.dataType != "inet6" {
+	m := SQLMode{Strict: true}
+	st, err := Parse("ALTER ONLINE TABLE t ADD COLUMN c INET6", "db", cdcsync.FlavorMariaDB, m)
+	if err != nil || st.Kind != StmtAlter || st.Specs[0].Column.DataType != "inet6" {
 		t.Fatalf("MariaDB-only syntax: %+v %v", st, err)
 	}
-	if _, err := parseDDL("ALTER TABLE t ADD COLUMN x INT SPARKLY", "db", cdcsync.FlavorMariaDB, m); err == nil || errors.Is(err, errTiDBFallback) {
+	if _, err := Parse("ALTER TABLE t ADD COLUMN x INT SPARKLY", "db", cdcsync.FlavorMariaDB, m); err == nil || errors.Is(err, errTiDBFallback) {
 		t.Fatalf("a statement neither parser takes: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package capture
+package ddlparse
 
 import (
 	"errors"
@@ -7,20 +7,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
-// This file parses the DDL statements that change tables: ALTER TABLE,
-// CREATE TABLE, DROP TABLE, DROP DATABASE, RENAME TABLE and TRUNCATE TABLE,
-// as MySQL and MariaDB write them into the binlog. It is a small recursive
-// descent parser for exactly what cdcsync needs (column definitions, primary
-// keys, table names); everything inside a statement it does not need
-// (indexes, constraints, table options, expressions) is skipped by balanced
+// This file is the hand-written parser of the DDL statements that change
+// tables: ALTER TABLE, CREATE TABLE, DROP TABLE, DROP DATABASE, RENAME
+// TABLE and TRUNCATE TABLE, as MySQL and MariaDB write them into the
+// binlog, and the lexer both parsers use. It is a small recursive descent
+// parser for exactly what cdcsync needs (column definitions, primary keys,
+// table names); everything inside a statement it does not need (indexes,
+// constraints, table options, expressions) is skipped by balanced
 // parentheses. A clause it does not know makes the whole statement "not
 // understood", which stops the tables it touches: a statement is never
-// skipped silently. parseDDL tries the TiDB parser first (ddltidb.go) and
-// uses this one for the statements it refuses; a row event whose table map
-// disagrees with the schema the parser produced is caught at the next rows
-// event, see checkTableMap.
+// skipped silently. Parse tries the TiDB parser first (tidb.go) and uses
+// this one for the statements it refuses; a row event whose table map
+// disagrees with the schema capture built from the parsed statement is
+// caught at the next rows event (capture's checkTableMap).
 
 type tokKind int
 
@@ -41,56 +43,6 @@ type token struct {
 	pos  int    // byte offset in the statement
 }
 
-// sqlMode is the subset of the statement's sql_mode that matters here.
-type sqlMode struct {
-	known       bool // the binlog said what the sql_mode was
-	ansiQuotes  bool
-	noBackslash bool
-	strict      bool // STRICT_TRANS_TABLES or STRICT_ALL_TABLES
-	realAsFloat bool
-}
-
-// sql_mode bits as the binlog's Q_SQL_MODE_CODE carries them.
-const (
-	modeRealAsFloat       = 1 << 0
-	modeANSIQuotes        = 1 << 2
-	modeNoBackslashEscape = 1 << 20
-	modeStrictTrans       = 1 << 21
-	modeStrictAll         = 1 << 22
-)
-
-// parseSQLMode reads the sql_mode from the status variables of a query
-// event. The server writes Q_FLAGS2_CODE (0, 4 bytes) and Q_SQL_MODE_CODE
-// (1, 8 bytes) first; anything else before it means the mode is unknown,
-// which is taken as the default (strict) mode.
-func parseSQLMode(status []byte) sqlMode {
-	m := sqlMode{strict: true}
-	for i := 0; i < len(status); {
-		switch status[i] {
-		case 0:
-			i += 5
-		case 1:
-			if i+9 > len(status) {
-				return m
-			}
-			var v uint64
-			for j := 0; j < 8; j++ {
-				v |= uint64(status[i+1+j]) << (8 * j)
-			}
-			return sqlMode{
-				known:       true,
-				ansiQuotes:  v&modeANSIQuotes != 0,
-				noBackslash: v&modeNoBackslashEscape != 0,
-				strict:      v&(modeStrictTrans|modeStrictAll) != 0,
-				realAsFloat: v&modeRealAsFloat != 0,
-			}
-		default:
-			return m
-		}
-	}
-	return m
-}
-
 func isIdentByte(c byte) bool {
 	return c == '_' || c == '$' || c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
@@ -98,7 +50,7 @@ func isIdentByte(c byte) bool {
 // lex splits a statement into tokens. Comments are dropped; the content of
 // executable comments (/*! ... */, /*!50100 ... */, /*M! ... */) is kept,
 // since the server executed it.
-func lex(q string, mode sqlMode) ([]token, error) {
+func lex(q string, mode SQLMode) ([]token, error) {
 	var out []token
 	exec := 0 // open executable comments
 	for i := 0; i < len(q); {
@@ -317,7 +269,7 @@ type ddlParser struct {
 	i      int
 	db     string // the statement's default database
 	flavor string
-	mode   sqlMode
+	mode   SQLMode
 }
 
 func (p *ddlParser) peek() token { return p.toks[p.i] }
@@ -365,7 +317,7 @@ func (p *ddlParser) errf(format string, args ...any) error {
 	t := p.peek()
 	near := "the end"
 	if t.kind != tkEOF {
-		near = fmt.Sprintf("%q", abbreviate(p.q[t.pos:], 40))
+		near = fmt.Sprintf("%q", strutil.Abbreviate(p.q[t.pos:], 40))
 	}
 	return fmt.Errorf("%s near %s", fmt.Sprintf(format, args...), near)
 }
@@ -459,126 +411,8 @@ func (p *ddlParser) atEnd() bool {
 	return p.peek().kind == tkEOF
 }
 
-// Statement kinds.
-type stmtKind int
-
-const (
-	stmtOther stmtKind = iota
-	stmtAlter
-	stmtCreate
-	stmtDrop
-	stmtDropDatabase
-	stmtRename
-	stmtTruncate
-)
-
-// ddlStmt is a parsed statement.
-type ddlStmt struct {
-	kind      stmtKind
-	table     cdcsync.TableID   // ALTER, CREATE, TRUNCATE
-	tables    []cdcsync.TableID // DROP TABLE
-	database  string            // DROP DATABASE
-	renames   [][2]cdcsync.TableID
-	temporary bool
-	ifNotExists,
-	orReplace bool
-	like   *cdcsync.TableID // CREATE TABLE ... LIKE
-	create *createDef       // CREATE TABLE (...)
-	asSel  bool             // CREATE TABLE ... SELECT
-	specs  []alterSpec      // ALTER TABLE
-}
-
-type createDef struct {
-	cols    []*colDef
-	pk      []string
-	charset string // DEFAULT CHARSET
-}
-
-// colDef is a column definition.
-type colDef struct {
-	name      string
-	dataType  string   // canonical lower-case type name: int, varchar, decimal, ...
-	args      []string // the numbers in parentheses after the type
-	unsigned  bool
-	zerofill  bool
-	charset   string
-	collate   string
-	notNull   bool
-	null      bool // NULL written explicitly
-	primary   bool // PRIMARY KEY in the column definition
-	autoInc   bool
-	generated bool
-	hasDef    bool    // a DEFAULT clause
-	defNull   bool    // DEFAULT NULL
-	defText   *string // the default's literal text
-	defExpr   string  // a default that is not a literal (its text)
-	typeText  string  // the type as written, for messages
-	national  bool    // NCHAR, NATIONAL VARCHAR: utf8mb3
-	serial    bool    // SERIAL or SERIAL DEFAULT VALUE
-}
-
-type specOp int
-
-const (
-	specAddColumn specOp = iota + 1
-	specDropColumn
-	specModify
-	specChange
-	specRenameColumn
-	specAddPK
-	specDropPK
-	specRenameTable
-	specConvert    // CONVERT TO CHARACTER SET
-	specCharset    // [DEFAULT] CHARACTER SET = x
-	specNoop       // indexes, constraints, options: nothing cdcsync mirrors
-	specDataChange // changes rows without row events (DROP PARTITION, ...)
-	specAddFK      // ADD [CONSTRAINT [name]] FOREIGN KEY ...
-	specDropFK     // DROP FOREIGN KEY name
-	specDropConstraint
-)
-
-// fkDef is a FOREIGN KEY clause. name is the constraint's name if the
-// statement gives one (CONSTRAINT name), index the index name after
-// FOREIGN KEY, which MariaDB takes as the constraint's name otherwise.
-type fkDef struct {
-	name, index string
-	cols        []string
-	parent      cdcsync.TableID
-	parentCols  []string
-	onDelete    cdcsync.FKAction
-	onUpdate    cdcsync.FKAction
-}
-
-type alterSpec struct {
-	op       specOp
-	col      *colDef
-	cols     []*colDef // ADD COLUMN (a ..., b ...)
-	name     string    // DROP COLUMN, CHANGE/RENAME COLUMN old name
-	newName  string    // RENAME COLUMN
-	first    bool
-	after    string
-	ifExists bool
-	pk       []string
-	table    cdcsync.TableID // RENAME TO
-	fk       *fkDef          // ADD FOREIGN KEY
-	charset  string
-	text     string // the clause as written
-}
-
-// parseDDL parses q. A statement that is not about tables (or about
-// temporary tables) comes back as stmtOther; a statement about tables that
-// cannot be parsed is an error. The TiDB parser (ddltidb.go) parses first;
-// a statement it refuses (MariaDB-only syntax, mostly) goes to the
-// hand-written parser below.
-func parseDDL(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
-	if st, err := parseDDLTiDB(q, db, flavor, mode); !errors.Is(err, errTiDBFallback) {
-		return st, err
-	}
-	return parseDDLHand(q, db, flavor, mode)
-}
-
 // parseDDLHand parses q with the hand-written parser.
-func parseDDLHand(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
+func parseDDLHand(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	toks, err := lex(q, mode)
 	if err != nil {
 		return nil, err
@@ -596,15 +430,15 @@ func parseDDLHand(q, db, flavor string, mode sqlMode) (*ddlStmt, error) {
 	case p.is("TRUNCATE"):
 		return p.truncate()
 	}
-	return &ddlStmt{kind: stmtOther}, nil
+	return &Stmt{Kind: StmtOther}, nil
 }
 
-func (p *ddlParser) alter() (*ddlStmt, error) {
+func (p *ddlParser) alter() (*Stmt, error) {
 	p.next() // ALTER
 	for p.accept("ONLINE") || p.accept("IGNORE") {
 	}
 	if !p.accept("TABLE") {
-		return &ddlStmt{kind: stmtOther}, nil // ALTER DATABASE, VIEW, USER, ...
+		return &Stmt{Kind: StmtOther}, nil // ALTER DATABASE, VIEW, USER, ...
 	}
 	p.accept("IF", "EXISTS")
 	id, err := p.tableName()
@@ -612,7 +446,7 @@ func (p *ddlParser) alter() (*ddlStmt, error) {
 		return nil, err
 	}
 	p.skipWait()
-	s := &ddlStmt{kind: stmtAlter, table: id}
+	s := &Stmt{Kind: StmtAlter, Table: id}
 	if p.atEnd() {
 		return s, nil
 	}
@@ -623,8 +457,8 @@ func (p *ddlParser) alter() (*ddlStmt, error) {
 			return nil, err
 		}
 		end := p.peek().pos
-		sp.text = strings.TrimSpace(p.q[start:end])
-		s.specs = append(s.specs, sp)
+		sp.Text = strings.TrimSpace(p.q[start:end])
+		s.Specs = append(s.Specs, sp)
 		if p.acceptPunct(",") {
 			continue
 		}
@@ -635,26 +469,26 @@ func (p *ddlParser) alter() (*ddlStmt, error) {
 		if p.peek().kind == tkWord {
 			continue
 		}
-		return nil, p.errf("unexpected text after %q", abbreviate(sp.text, 60))
+		return nil, p.errf("unexpected text after %q", strutil.Abbreviate(sp.Text, 60))
 	}
 }
 
-func (p *ddlParser) position(sp *alterSpec) error {
+func (p *ddlParser) position(sp *AlterSpec) error {
 	switch {
 	case p.accept("FIRST"):
-		sp.first = true
+		sp.First = true
 	case p.accept("AFTER"):
 		n, err := p.ident()
 		if err != nil {
 			return err
 		}
-		sp.after = n
+		sp.After = n
 	}
 	return nil
 }
 
-func (p *ddlParser) alterSpec() (alterSpec, error) {
-	var sp alterSpec
+func (p *ddlParser) alterSpec() (AlterSpec, error) {
+	var sp AlterSpec
 	switch {
 	case p.accept("ADD"):
 		switch {
@@ -671,27 +505,27 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 				return sp, err
 			}
 			p.skipBalanced() // USING BTREE, COMMENT, ...
-			return alterSpec{op: specAddPK, pk: cols}, nil
+			return AlterSpec{Op: SpecAddPK, PrimaryKey: cols}, nil
 		case p.is("FOREIGN") || p.is("CONSTRAINT") && (isKw(p.peekN(1), "FOREIGN") || isKw(p.peekN(2), "FOREIGN")):
 			fk, err := p.foreignKey()
 			if err != nil {
 				return sp, err
 			}
-			return alterSpec{op: specAddFK, fk: fk}, nil
+			return AlterSpec{Op: SpecAddFK, ForeignKey: fk}, nil
 		case p.is("INDEX") || p.is("KEY") || p.is("UNIQUE") || p.is("FULLTEXT") || p.is("SPATIAL") ||
 			p.is("FOREIGN") || p.is("CONSTRAINT") || p.is("CHECK") || p.is("VECTOR") || p.is("PERIOD"):
 			p.skipBalanced()
-			return alterSpec{op: specNoop}, nil
+			return AlterSpec{Op: SpecNoop}, nil
 		case p.is("PARTITION"):
 			p.skipRest()
-			return alterSpec{op: specNoop}, nil
+			return AlterSpec{Op: SpecNoop}, nil
 		case p.is("SYSTEM"):
 			return sp, p.errf("system versioning is not supported")
 		}
 		p.accept("COLUMN")
-		sp.op = specAddColumn
+		sp.Op = SpecAddColumn
 		if p.accept("IF", "NOT", "EXISTS") {
-			sp.ifExists = true // here: IF NOT EXISTS
+			sp.IfExists = true // here: IF NOT EXISTS
 		}
 		if p.acceptPunct("(") {
 			for {
@@ -699,7 +533,7 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 				if err != nil {
 					return sp, err
 				}
-				sp.cols = append(sp.cols, c)
+				sp.Columns = append(sp.Columns, c)
 				if p.acceptPunct(",") {
 					continue
 				}
@@ -714,16 +548,16 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 		if err != nil {
 			return sp, err
 		}
-		sp.col = c
+		sp.Column = c
 		return sp, p.position(&sp)
 	case p.accept("DROP"):
 		switch {
 		case p.accept("PRIMARY", "KEY"):
-			return alterSpec{op: specDropPK}, nil
+			return AlterSpec{Op: SpecDropPK}, nil
 		case p.is("FOREIGN") || p.is("CONSTRAINT"):
-			op := specDropConstraint
+			op := SpecDropConstraint
 			if p.accept("FOREIGN", "KEY") {
-				op = specDropFK
+				op = SpecDropFK
 			} else {
 				p.next()
 			}
@@ -732,41 +566,41 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			if err != nil {
 				return sp, err
 			}
-			return alterSpec{op: op, name: n, ifExists: ifExists}, nil
+			return AlterSpec{Op: op, Name: n, IfExists: ifExists}, nil
 		case p.is("INDEX") || p.is("KEY") || p.is("CHECK") || p.is("PERIOD"):
 			p.skipBalanced()
-			return alterSpec{op: specNoop}, nil
+			return AlterSpec{Op: SpecNoop}, nil
 		case p.is("PARTITION"):
 			p.skipRest()
-			return alterSpec{op: specDataChange}, nil
+			return AlterSpec{Op: SpecDataChange}, nil
 		case p.is("SYSTEM"):
 			return sp, p.errf("system versioning is not supported")
 		}
 		p.accept("COLUMN")
-		sp.op = specDropColumn
-		sp.ifExists = p.accept("IF", "EXISTS")
+		sp.Op = SpecDropColumn
+		sp.IfExists = p.accept("IF", "EXISTS")
 		n, err := p.ident()
 		if err != nil {
 			return sp, err
 		}
-		sp.name = n
+		sp.Name = n
 		p.accept("RESTRICT")
 		p.accept("CASCADE")
 		return sp, nil
 	case p.accept("MODIFY"):
 		p.accept("COLUMN")
-		sp.op = specModify
-		sp.ifExists = p.accept("IF", "EXISTS")
+		sp.Op = SpecModify
+		sp.IfExists = p.accept("IF", "EXISTS")
 		c, err := p.columnDef()
 		if err != nil {
 			return sp, err
 		}
-		sp.col, sp.name = c, c.name
+		sp.Column, sp.Name = c, c.Name
 		return sp, p.position(&sp)
 	case p.accept("CHANGE"):
 		p.accept("COLUMN")
-		sp.op = specChange
-		sp.ifExists = p.accept("IF", "EXISTS")
+		sp.Op = SpecChange
+		sp.IfExists = p.accept("IF", "EXISTS")
 		old, err := p.ident()
 		if err != nil {
 			return sp, err
@@ -775,13 +609,13 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 		if err != nil {
 			return sp, err
 		}
-		sp.name, sp.col = old, c
+		sp.Name, sp.Column = old, c
 		return sp, p.position(&sp)
 	case p.accept("RENAME"):
 		switch {
 		case p.accept("COLUMN"):
-			sp.op = specRenameColumn
-			sp.ifExists = p.accept("IF", "EXISTS")
+			sp.Op = SpecRenameColumn
+			sp.IfExists = p.accept("IF", "EXISTS")
 			old, err := p.ident()
 			if err != nil {
 				return sp, err
@@ -793,11 +627,11 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			if err != nil {
 				return sp, err
 			}
-			sp.name, sp.newName = old, n
+			sp.Name, sp.NewName = old, n
 			return sp, nil
 		case p.is("INDEX") || p.is("KEY"):
 			p.skipBalanced()
-			return alterSpec{op: specNoop}, nil
+			return AlterSpec{Op: SpecNoop}, nil
 		}
 		if !p.accept("TO") {
 			p.accept("AS")
@@ -806,12 +640,12 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 		if err != nil {
 			return sp, err
 		}
-		return alterSpec{op: specRenameTable, table: id}, nil
+		return AlterSpec{Op: SpecRenameTable, Table: id}, nil
 	case p.accept("ALTER"):
 		switch {
 		case p.is("INDEX") || p.is("KEY") || p.is("CHECK") || p.is("CONSTRAINT"):
 			p.skipBalanced()
-			return alterSpec{op: specNoop}, nil
+			return AlterSpec{Op: SpecNoop}, nil
 		}
 		// ALTER [COLUMN] c SET DEFAULT ... / DROP DEFAULT / SET [IN]VISIBLE:
 		// the default applies to new rows only, which the binlog carries.
@@ -823,7 +657,7 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			return sp, p.errf("unknown ALTER COLUMN clause")
 		}
 		p.skipBalanced()
-		return alterSpec{op: specNoop}, nil
+		return AlterSpec{Op: SpecNoop}, nil
 	case p.accept("CONVERT", "TO"):
 		if !(p.accept("CHARACTER", "SET") || p.accept("CHARSET")) {
 			return sp, p.errf("expected CHARACTER SET")
@@ -833,7 +667,7 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			return sp, err
 		}
 		p.skipBalanced()
-		return alterSpec{op: specConvert, charset: strings.ToLower(cs)}, nil
+		return AlterSpec{Op: SpecConvert, Charset: strings.ToLower(cs)}, nil
 	case p.is("DEFAULT") && (isKw(p.peekN(1), "CHARSET") || isKw(p.peekN(1), "CHARACTER") || isKw(p.peekN(1), "COLLATE")),
 		p.is("CHARSET") || p.is("CHARACTER") || p.is("COLLATE"):
 		p.accept("DEFAULT")
@@ -843,7 +677,7 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			if err != nil {
 				return sp, err
 			}
-			return alterSpec{op: specCharset, charset: charsetOfCollation(coll)}, nil
+			return AlterSpec{Op: SpecCharset, Charset: CharsetOfCollation(coll)}, nil
 		}
 		if !(p.accept("CHARACTER", "SET") || p.accept("CHARSET")) {
 			return sp, p.errf("expected CHARACTER SET")
@@ -857,24 +691,24 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 			p.acceptPunct("=")
 			p.next()
 		}
-		return alterSpec{op: specCharset, charset: strings.ToLower(cs)}, nil
+		return AlterSpec{Op: SpecCharset, Charset: strings.ToLower(cs)}, nil
 	case p.is("PARTITION") || p.is("REMOVE") || p.is("COALESCE") || p.is("REORGANIZE") || p.is("REBUILD") ||
 		p.is("OPTIMIZE") || p.is("ANALYZE") || p.is("CHECK") || p.is("REPAIR") || p.is("ORDER"):
 		// Repartitioning and partition maintenance keep the rows; these
 		// clauses end the statement.
 		p.skipRest()
-		return alterSpec{op: specNoop}, nil
+		return AlterSpec{Op: SpecNoop}, nil
 	case p.is("TRUNCATE") || p.is("EXCHANGE") || p.is("DISCARD") || p.is("IMPORT"):
 		// TRUNCATE PARTITION, EXCHANGE PARTITION, DISCARD/IMPORT TABLESPACE
 		// change rows without row events.
 		p.skipRest()
-		return alterSpec{op: specDataChange}, nil
+		return AlterSpec{Op: SpecDataChange}, nil
 	case p.accept("ENGINE"):
 		p.acceptPunct("=")
 		if e, err := p.ident(); err == nil && strings.EqualFold(e, "BLACKHOLE") {
-			return alterSpec{op: specDataChange}, nil
+			return AlterSpec{Op: SpecDataChange}, nil
 		}
-		return alterSpec{op: specNoop}, nil
+		return AlterSpec{Op: SpecNoop}, nil
 	case p.is("FORCE") || p.is("ENABLE") || p.is("DISABLE") || p.is("WITH") || p.is("WITHOUT") || p.is("ALGORITHM") || p.is("LOCK") ||
 		p.is("AUTO_INCREMENT") || p.is("COMMENT") || p.is("ROW_FORMAT") || p.is("KEY_BLOCK_SIZE") ||
 		p.is("AVG_ROW_LENGTH") || p.is("MAX_ROWS") || p.is("MIN_ROWS") || p.is("PACK_KEYS") || p.is("CHECKSUM") ||
@@ -890,21 +724,21 @@ func (p *ddlParser) alterSpec() (alterSpec, error) {
 				p.next()
 			}
 		}
-		return alterSpec{op: specNoop}, nil
+		return AlterSpec{Op: SpecNoop}, nil
 	}
 	return sp, p.errf("unknown ALTER TABLE clause")
 }
 
 // foreignKey parses [CONSTRAINT [name]] FOREIGN KEY [index] (cols)
 // REFERENCES table (cols) [MATCH ...] [ON DELETE action] [ON UPDATE action].
-func (p *ddlParser) foreignKey() (*fkDef, error) {
-	fk := &fkDef{}
+func (p *ddlParser) foreignKey() (*ForeignKeyDef, error) {
+	fk := &ForeignKeyDef{}
 	if p.accept("CONSTRAINT") && !p.is("FOREIGN") {
 		n, err := p.ident()
 		if err != nil {
 			return nil, err
 		}
-		fk.name = n
+		fk.Name = n
 	}
 	if err := p.expect("FOREIGN"); err != nil {
 		return nil, err
@@ -918,30 +752,30 @@ func (p *ddlParser) foreignKey() (*fkDef, error) {
 		if err != nil {
 			return nil, err
 		}
-		fk.index = n
+		fk.Index = n
 	}
 	cols, err := p.keyParts()
 	if err != nil {
 		return nil, err
 	}
-	fk.cols = cols
+	fk.Columns = cols
 	if err := p.expect("REFERENCES"); err != nil {
 		return nil, err
 	}
 	// InnoDB takes an unqualified parent in the child's database, not the
 	// session's: alterKeys fills it in.
 	qualified := isPunctTok(p.peekN(1), ".")
-	if fk.parent, err = p.tableName(); err != nil {
+	if fk.Parent, err = p.tableName(); err != nil {
 		return nil, err
 	}
 	if !qualified {
-		fk.parent.Database = ""
+		fk.Parent.Database = ""
 	}
-	if fk.parentCols, err = p.keyParts(); err != nil {
+	if fk.ParentColumns, err = p.keyParts(); err != nil {
 		return nil, err
 	}
-	if len(fk.parentCols) != len(fk.cols) {
-		return nil, p.errf("the foreign key has %d columns and references %d", len(fk.cols), len(fk.parentCols))
+	if len(fk.ParentColumns) != len(fk.Columns) {
+		return nil, p.errf("the foreign key has %d columns and references %d", len(fk.Columns), len(fk.ParentColumns))
 	}
 	if p.accept("MATCH") {
 		p.next() // FULL, PARTIAL, SIMPLE
@@ -950,9 +784,9 @@ func (p *ddlParser) foreignKey() (*fkDef, error) {
 		var target *cdcsync.FKAction
 		switch {
 		case p.accept("DELETE"):
-			target = &fk.onDelete
+			target = &fk.OnDelete
 		case p.accept("UPDATE"):
-			target = &fk.onUpdate
+			target = &fk.OnUpdate
 		default:
 			return nil, p.errf("expected ON DELETE or ON UPDATE")
 		}
@@ -1008,19 +842,19 @@ var typeSynonyms = map[string]string{
 }
 
 // columnDef reads "name type [attributes]".
-func (p *ddlParser) columnDef() (*colDef, error) {
+func (p *ddlParser) columnDef() (*ColumnDef, error) {
 	name, err := p.ident()
 	if err != nil {
 		return nil, err
 	}
-	c := &colDef{name: name}
+	c := &ColumnDef{Name: name}
 	if err := p.dataType(c); err != nil {
 		return nil, err
 	}
 	return c, p.columnAttrs(c)
 }
 
-func (p *ddlParser) dataType(c *colDef) error {
+func (p *ddlParser) dataType(c *ColumnDef) error {
 	start := p.peek().pos
 	t := p.next()
 	if t.kind != tkWord {
@@ -1029,7 +863,7 @@ func (p *ddlParser) dataType(c *colDef) error {
 	dt := strings.ToLower(t.text)
 	switch dt {
 	case "national":
-		c.national = true
+		c.National = true
 		w := p.next()
 		dt = strings.ToLower(w.text)
 		if dt == "character" && p.is("VARYING") {
@@ -1037,7 +871,7 @@ func (p *ddlParser) dataType(c *colDef) error {
 			dt = "varchar"
 		}
 	case "nchar", "nvarchar":
-		c.national = true
+		c.National = true
 		if dt == "nchar" && p.accept("VARCHAR") || dt == "nchar" && p.accept("VARYING") {
 			dt = "varchar"
 		}
@@ -1062,29 +896,29 @@ func (p *ddlParser) dataType(c *colDef) error {
 			dt = "float"
 		}
 	case "serial":
-		c.serial = true
-		dt, c.unsigned, c.notNull, c.autoInc = "bigint", true, true, true
+		c.Serial = true
+		dt, c.Unsigned, c.NotNull, c.AutoIncrement = "bigint", true, true, true
 	}
 	if s, ok := typeSynonyms[dt]; ok {
 		if dt == "bool" || dt == "boolean" {
-			c.args = []string{"1"}
+			c.Args = []string{"1"}
 		}
 		dt = s
 	}
 	if dt == "json" && p.flavor == cdcsync.FlavorMariaDB {
 		// MariaDB's JSON is LONGTEXT with a json_valid check.
 		dt = "longtext"
-		c.charset, c.collate = "utf8mb4", "utf8mb4_bin"
+		c.Charset, c.Collate = "utf8mb4", "utf8mb4_bin"
 	}
-	c.dataType = dt
+	c.DataType = dt
 	if p.acceptPunct("(") {
 		for {
 			a := p.next()
 			switch a.kind {
 			case tkNumber:
-				c.args = append(c.args, a.text)
+				c.Args = append(c.Args, a.text)
 			case tkString:
-				c.args = append(c.args, a.text) // ENUM/SET values
+				c.Args = append(c.Args, a.text) // ENUM/SET values
 			default:
 				return p.errf("unexpected %q in the type's parentheses", a.text)
 			}
@@ -1097,20 +931,20 @@ func (p *ddlParser) dataType(c *colDef) error {
 			break
 		}
 	}
-	if dt == "float" && len(c.args) == 1 {
+	if dt == "float" && len(c.Args) == 1 {
 		// FLOAT(p): a FLOAT up to 24 bits of precision, else a DOUBLE.
-		if n := atoiOr(c.args[0], 0); n > 24 {
-			c.dataType = "double"
+		if n := strutil.AtoiOr(c.Args[0], 0); n > 24 {
+			c.DataType = "double"
 		}
-		c.args = nil
+		c.Args = nil
 	}
 	for {
 		switch {
 		case p.accept("UNSIGNED"):
-			c.unsigned = true
+			c.Unsigned = true
 		case p.accept("SIGNED"):
 		case p.accept("ZEROFILL"):
-			c.zerofill, c.unsigned = true, true
+			c.Zerofill, c.Unsigned = true, true
 		default:
 			c.typeText = strings.TrimSpace(p.q[start:p.peek().pos])
 			return nil
@@ -1118,7 +952,7 @@ func (p *ddlParser) dataType(c *colDef) error {
 	}
 }
 
-func (p *ddlParser) columnAttrs(c *colDef) error {
+func (p *ddlParser) columnAttrs(c *ColumnDef) error {
 	for {
 		switch {
 		case p.peek().kind == tkEOF, p.isPunct(","), p.isPunct(")"), p.isPunct(";"):
@@ -1126,20 +960,20 @@ func (p *ddlParser) columnAttrs(c *colDef) error {
 		case p.is("FIRST"), p.is("AFTER"):
 			return nil
 		case p.accept("NOT", "NULL"):
-			c.notNull = true
+			c.NotNull = true
 		case p.accept("NULL"):
 			c.null = true
 		case p.accept("DEFAULT"):
-			if c.serial && p.accept("VALUE") {
+			if c.Serial && p.accept("VALUE") {
 				continue // SERIAL DEFAULT VALUE
 			}
 			if err := p.defaultValue(c); err != nil {
 				return err
 			}
 		case p.accept("AUTO_INCREMENT"):
-			c.autoInc = true
+			c.AutoIncrement = true
 		case p.accept("PRIMARY", "KEY"), p.accept("KEY"):
-			c.primary = true
+			c.PrimaryKey = true
 		case p.accept("UNIQUE"):
 			p.accept("KEY")
 		case p.accept("COMMENT"):
@@ -1151,21 +985,21 @@ func (p *ddlParser) columnAttrs(c *colDef) error {
 			if err != nil {
 				return err
 			}
-			c.charset = strings.ToLower(cs)
+			c.Charset = strings.ToLower(cs)
 		case p.accept("COLLATE"):
 			coll, err := p.ident()
 			if err != nil {
 				return err
 			}
-			c.collate = strings.ToLower(coll)
+			c.Collate = strings.ToLower(coll)
 		case p.accept("BINARY"):
 			// CHAR(10) BINARY: a binary collation of the character set.
 		case p.accept("ASCII"):
-			c.charset = "latin1"
+			c.Charset = "latin1"
 		case p.accept("UNICODE"):
-			c.charset = "ucs2"
+			c.Charset = "ucs2"
 		case p.accept("BYTE"):
-			c.charset = "binary"
+			c.Charset = "binary"
 		case p.accept("ON", "UPDATE"):
 			p.skipDefaultExpr()
 		case p.accept("GENERATED", "ALWAYS"), p.is("AS") && isPunctTok(p.peekN(1), "("):
@@ -1173,7 +1007,7 @@ func (p *ddlParser) columnAttrs(c *colDef) error {
 			if err := p.skipParens(); err != nil {
 				return err
 			}
-			c.generated = true
+			c.Generated = true
 		case p.accept("VIRTUAL"), p.accept("STORED"), p.accept("PERSISTENT"):
 		case p.accept("INVISIBLE"), p.accept("VISIBLE"):
 		case p.accept("COLUMN_FORMAT"), p.accept("STORAGE"), p.accept("ENGINE_ATTRIBUTE"), p.accept("SECONDARY_ENGINE_ATTRIBUTE"):
@@ -1225,8 +1059,8 @@ func (p *ddlParser) skipDefaultExpr() {
 }
 
 // defaultValue reads the expression after DEFAULT: a literal (its text is
-// kept) or anything else (its text goes to defExpr).
-func (p *ddlParser) defaultValue(c *colDef) error {
+// kept) or anything else (its text goes to DefaultExpr).
+func (p *ddlParser) defaultValue(c *ColumnDef) error {
 	c.hasDef = true
 	start := p.peek().pos
 	paren := p.acceptPunct("(")
@@ -1239,9 +1073,9 @@ func (p *ddlParser) defaultValue(c *colDef) error {
 	}
 	if ok {
 		if lit == nil {
-			c.defNull = true
+			c.DefaultNull = true
 		} else {
-			c.defText = lit
+			c.DefaultText = lit
 		}
 		return nil
 	}
@@ -1254,7 +1088,7 @@ func (p *ddlParser) defaultValue(c *colDef) error {
 			return err
 		}
 	}
-	c.defExpr = strings.TrimSpace(p.q[start:p.peek().pos])
+	c.DefaultExpr = strings.TrimSpace(p.q[start:p.peek().pos])
 	return nil
 }
 
@@ -1326,34 +1160,17 @@ func bitsToBytes(bits string) (string, bool) {
 	return string(out), true
 }
 
-func atoiOr(s string, def int) int {
-	n := 0
-	if s == "" {
-		return def
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return def
-		}
-		n = n*10 + int(c-'0')
-		if n > 1<<30 {
-			return def
-		}
-	}
-	return n
-}
-
-func (p *ddlParser) createTable() (*ddlStmt, error) {
+func (p *ddlParser) createTable() (*Stmt, error) {
 	p.next() // CREATE
-	s := &ddlStmt{kind: stmtCreate}
+	s := &Stmt{Kind: StmtCreate}
 	if p.accept("OR", "REPLACE") {
-		s.orReplace = true
+		s.OrReplace = true
 	}
 	if p.accept("TEMPORARY") {
-		s.temporary = true
+		s.Temporary = true
 	}
 	if !p.accept("TABLE") {
-		return &ddlStmt{kind: stmtOther}, nil // CREATE INDEX, VIEW, TRIGGER, DATABASE, ...
+		return &Stmt{Kind: StmtOther}, nil // CREATE INDEX, VIEW, TRIGGER, DATABASE, ...
 	}
 	if p.accept("IF", "NOT", "EXISTS") {
 		s.ifNotExists = true
@@ -1362,8 +1179,8 @@ func (p *ddlParser) createTable() (*ddlStmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.table = id
-	if s.temporary {
+	s.Table = id
+	if s.Temporary {
 		return s, nil
 	}
 	switch {
@@ -1372,7 +1189,7 @@ func (p *ddlParser) createTable() (*ddlStmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.like = &like
+		s.Like = &like
 		return s, nil
 	case p.isPunct("(") && isKw(p.peekN(1), "LIKE"):
 		p.i += 2
@@ -1380,14 +1197,14 @@ func (p *ddlParser) createTable() (*ddlStmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.like = &like
+		s.Like = &like
 		return s, p.expectPunct(")")
 	}
-	def := &createDef{}
-	s.create = def
+	def := &CreateDef{}
+	s.Create = def
 	if p.acceptPunct("(") {
 		if p.is("SELECT") || p.is("WITH") || p.isPunct("(") {
-			s.asSel = true
+			s.AsSelect = true
 			return s, nil
 		}
 		for {
@@ -1413,18 +1230,18 @@ func (p *ddlParser) createTable() (*ddlStmt, error) {
 			if err != nil {
 				return nil, err
 			}
-			def.charset = strings.ToLower(cs)
+			def.Charset = strings.ToLower(cs)
 		case p.accept("COLLATE"):
 			p.acceptPunct("=")
 			coll, err := p.ident()
 			if err != nil {
 				return nil, err
 			}
-			if def.charset == "" {
-				def.charset = charsetOfCollation(coll)
+			if def.Charset == "" {
+				def.Charset = CharsetOfCollation(coll)
 			}
 		case p.is("AS") || p.is("SELECT") || p.is("IGNORE") || p.is("REPLACE") || p.is("WITH"):
-			s.asSel = true
+			s.AsSelect = true
 			return s, nil
 		case p.is("PARTITION"):
 			p.skipRest()
@@ -1441,7 +1258,7 @@ func (p *ddlParser) skipRest() {
 	}
 }
 
-func (p *ddlParser) createItem(def *createDef) error {
+func (p *ddlParser) createItem(def *CreateDef) error {
 	switch {
 	case p.is("PRIMARY") || p.is("CONSTRAINT") && (isKw(p.peekN(1), "PRIMARY") || isKw(p.peekN(2), "PRIMARY")):
 		if p.accept("CONSTRAINT") && !p.is("PRIMARY") {
@@ -1455,7 +1272,7 @@ func (p *ddlParser) createItem(def *createDef) error {
 		if err != nil {
 			return err
 		}
-		def.pk = cols
+		def.PrimaryKey = cols
 		p.skipBalanced()
 		return nil
 	case p.is("INDEX") || p.is("KEY") || p.is("UNIQUE") || p.is("FULLTEXT") || p.is("SPATIAL") ||
@@ -1469,11 +1286,11 @@ func (p *ddlParser) createItem(def *createDef) error {
 	if err != nil {
 		return err
 	}
-	def.cols = append(def.cols, c)
+	def.Columns = append(def.Columns, c)
 	return nil
 }
 
-func (p *ddlParser) drop() (*ddlStmt, error) {
+func (p *ddlParser) drop() (*Stmt, error) {
 	p.next() // DROP
 	if p.accept("DATABASE") || p.accept("SCHEMA") {
 		p.accept("IF", "EXISTS")
@@ -1481,14 +1298,14 @@ func (p *ddlParser) drop() (*ddlStmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &ddlStmt{kind: stmtDropDatabase, database: db}, nil
+		return &Stmt{Kind: StmtDropDatabase, Database: db}, nil
 	}
-	s := &ddlStmt{kind: stmtDrop}
+	s := &Stmt{Kind: StmtDrop}
 	if p.accept("TEMPORARY") {
-		s.temporary = true
+		s.Temporary = true
 	}
 	if !(p.accept("TABLE") || p.accept("TABLES")) {
-		return &ddlStmt{kind: stmtOther}, nil
+		return &Stmt{Kind: StmtOther}, nil
 	}
 	p.accept("IF", "EXISTS")
 	for {
@@ -1496,7 +1313,7 @@ func (p *ddlParser) drop() (*ddlStmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.tables = append(s.tables, id)
+		s.Tables = append(s.Tables, id)
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -1510,13 +1327,13 @@ func (p *ddlParser) drop() (*ddlStmt, error) {
 	return s, nil
 }
 
-func (p *ddlParser) rename() (*ddlStmt, error) {
+func (p *ddlParser) rename() (*Stmt, error) {
 	p.next() // RENAME
 	if !(p.accept("TABLE") || p.accept("TABLES")) {
-		return &ddlStmt{kind: stmtOther}, nil // RENAME USER
+		return &Stmt{Kind: StmtOther}, nil // RENAME USER
 	}
 	p.accept("IF", "EXISTS")
-	s := &ddlStmt{kind: stmtRename}
+	s := &Stmt{Kind: StmtRename}
 	for {
 		from, err := p.tableName()
 		if err != nil {
@@ -1530,7 +1347,7 @@ func (p *ddlParser) rename() (*ddlStmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.renames = append(s.renames, [2]cdcsync.TableID{from, to})
+		s.Renames = append(s.Renames, [2]cdcsync.TableID{from, to})
 		if !p.acceptPunct(",") {
 			break
 		}
@@ -1541,7 +1358,7 @@ func (p *ddlParser) rename() (*ddlStmt, error) {
 	return s, nil
 }
 
-func (p *ddlParser) truncate() (*ddlStmt, error) {
+func (p *ddlParser) truncate() (*Stmt, error) {
 	p.next() // TRUNCATE
 	p.accept("TABLE")
 	id, err := p.tableName()
@@ -1552,16 +1369,5 @@ func (p *ddlParser) truncate() (*ddlStmt, error) {
 	if !p.atEnd() {
 		return nil, p.errf("unexpected text")
 	}
-	return &ddlStmt{kind: stmtTruncate, table: id}, nil
-}
-
-// charsetOfCollation returns the character set a collation name belongs to
-// (its prefix up to the first '_').
-func charsetOfCollation(coll string) string {
-	coll = strings.ToLower(coll)
-	if coll == "binary" {
-		return "binary"
-	}
-	cs, _, _ := strings.Cut(coll, "_")
-	return cs
+	return &Stmt{Kind: StmtTruncate, Table: id}, nil
 }

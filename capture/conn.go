@@ -151,13 +151,18 @@ func Connect(ctx context.Context, src *config.Source) (*client.Conn, error) {
 		timeout = DefaultConnectTimeout
 	}
 	conn, err := connDial(ctx, addr, src.User, password, tlsCfg, timeout)
-	if err != nil && tlsCfg != nil && strings.EqualFold(strings.TrimSpace(src.TLS.Mode), config.TLSPreferred) && connNoServerTLS(err) {
+	if err != nil && tlsCfg != nil && tlsPreferred(src) && connNoServerTLS(err) {
 		conn, err = connDial(ctx, addr, src.User, password, nil, timeout)
 	}
 	if err != nil {
 		return nil, connExplain(ctx, src, addr, password, timeout, err)
 	}
 	return conn, nil
+}
+
+// tlsPreferred says whether src uses TLS only when the server offers it.
+func tlsPreferred(src *config.Source) bool {
+	return strings.EqualFold(strings.TrimSpace(src.TLS.Mode), config.TLSPreferred)
 }
 
 func connNoServerTLS(err error) bool {

@@ -151,13 +151,18 @@ func Connect(ctx context.Context, src *config.Source) (*client.Conn, error) {
 		timeout = DefaultConnectTimeout
 	}
 	conn, err := connDial(ctx, addr, src.User, password, tlsCfg, timeout)
-	if err != nil && tlsCfg != nil && strings.EqualFold(strings.TrimSpace(src.TLS.Mode), config.TLSPreferred) && connNoServerTLS(err) {
+	if err != nil && tlsCfg != nil && tlsPreferred(src) && connNoServerTLS(err) {
 		conn, err = connDial(ctx, addr, src.User, password, nil, timeout)
 	}
 	if err != nil {
 		return nil, connExplain(ctx, src, addr, password, timeout, err)
 	}
 	return conn, nil
+}
+
+// tlsPreferred says whether src uses TLS only when the server offers it.
+func tlsPreferred(src *config.Source) bool {
+	return strings.EqualFold(strings.TrimSpace(src.TLS.Mode), config.TLSPreferred)
 }
 
 func connNoServerTLS(err error) bool {
@@ -243,22 +248,26 @@ func connExplain(ctx context.Context, src *config.Source, addr, password string,
 	var certErr *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
-	detail := err.Error()
+	// Only the libraries' text is redacted (config.Redact): ours never
+	// holds the password, and redacting it would show a password that is
+	// a common word by its surroundings.
+	lib := func(s string) string { return config.Redact(s, password) }
+	detail := lib(err.Error())
 	switch {
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, context.DeadlineExceeded):
 		msg = fmt.Sprintf("connecting to %s was cancelled", who)
 	case errors.As(err, &myErr):
 		switch myErr.Code {
 		case mysql.ER_ACCESS_DENIED_ERROR, 1698 /* ER_ACCESS_DENIED_NO_PASSWORD_ERROR */ :
-			msg = fmt.Sprintf("%s: access denied (%s): the password is wrong or the account does not exist for this client host; check source.user and source.password (or source.password_file), and that the account '%s'@'<this host>' or '%s'@'%%' exists", who, myErr.Message, src.User, src.User)
+			msg = fmt.Sprintf("%s: access denied (%s): the password is wrong or the account does not exist for this client host; check source.user and source.password (or source.password_file), and that the account '%s'@'<this host>' or '%s'@'%%' exists", who, lib(myErr.Message), src.User, src.User)
 		case mysql.ER_HOST_NOT_PRIVILEGED:
-			msg = fmt.Sprintf("%s: the server does not let this host connect (%s): create the account for this client host, e.g. CREATE USER '%s'@'%%' ...", who, myErr.Message, src.User)
+			msg = fmt.Sprintf("%s: the server does not let this host connect (%s): create the account for this client host, e.g. CREATE USER '%s'@'%%' ...", who, lib(myErr.Message), src.User)
 		case mysql.ER_HOST_IS_BLOCKED:
-			msg = fmt.Sprintf("%s: this host is blocked after too many failed connections (%s): run FLUSH HOSTS on the server (and raise max_connect_errors)", who, myErr.Message)
+			msg = fmt.Sprintf("%s: this host is blocked after too many failed connections (%s): run FLUSH HOSTS on the server (and raise max_connect_errors)", who, lib(myErr.Message))
 		case mysql.ER_CON_COUNT_ERROR:
-			msg = fmt.Sprintf("%s: the server has too many connections (%s): raise max_connections or close idle clients", who, myErr.Message)
+			msg = fmt.Sprintf("%s: the server has too many connections (%s): raise max_connections or close idle clients", who, lib(myErr.Message))
 		default:
-			msg = fmt.Sprintf("%s: the server refused the connection (error %d: %s)", who, myErr.Code, myErr.Message)
+			msg = fmt.Sprintf("%s: the server refused the connection (error %d: %s)", who, myErr.Code, lib(myErr.Message))
 		}
 	case connNoServerTLS(err):
 		msg = fmt.Sprintf("%s: the server does not offer TLS but source.tls.mode is %s: enable TLS on the server (ssl_cert/ssl_key), or set source.tls.mode to preferred or disabled", who, src.TLS.Mode)
@@ -268,7 +277,7 @@ func connExplain(ctx context.Context, src *config.Source, addr, password string,
 	case strings.Contains(detail, "tls:"):
 		msg = fmt.Sprintf("%s: the TLS handshake failed (%s): check the server's TLS setup and source.tls", who, detail)
 	case errors.As(err, &dnsErr):
-		msg = fmt.Sprintf("%s: the host name cannot be resolved (%s): check source.host", who, dnsErr.Err)
+		msg = fmt.Sprintf("%s: the host name cannot be resolved (%s): check source.host", who, lib(dnsErr.Err))
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) || strings.Contains(detail, "i/o timeout"):
 		msg = fmt.Sprintf("%s: no answer within %s: check source.host and source.port, that the server is running and that no firewall blocks the port (or raise source.connect_timeout)", who, timeout)
 	case strings.Contains(detail, "connection refused"):
@@ -278,17 +287,7 @@ func connExplain(ctx context.Context, src *config.Source, addr, password string,
 	default:
 		msg = fmt.Sprintf("cannot connect to %s: %s; check source.host, source.port and that the server is reachable", who, detail)
 	}
-	return &ConnectError{Addr: addr, User: src.User, msg: connRedact(msg, password), err: err}
-}
-
-// connRedact removes the password from a message, in case a library ever
-// echoes it. Passwords shorter than 4 characters are not searched for: they
-// would match ordinary words.
-func connRedact(msg, password string) string {
-	if len(password) >= 4 {
-		msg = strings.ReplaceAll(msg, password, "[redacted]")
-	}
-	return msg
+	return &ConnectError{Addr: addr, User: src.User, msg: msg, err: err}
 }
 
 // connQuery runs one statement (a prepared statement when args are given)

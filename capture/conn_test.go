@@ -225,12 +225,3 @@ func TestConnectPasswordFileError(t *testing.T) {
 		t.Errorf("Connect with a missing password file: %v", err)
 	}
 }
-
-func TestConnRedact(t *testing.T) {
-	if got := connRedact("x "+connTestPassword+" y", connTestPassword); strings.Contains(got, connTestPassword) {
-		t.Error(got)
-	}
-	if got := connRedact("a b", "a"); got != "a b" {
-		t.Error(got)
-	}
-}

@@ -45,6 +45,11 @@ func (s *Source) addr() string {
 // transactions prepared then, and the foreign keys whose actions the
 // binlog lacks. Warnings are logged.
 func (s *Source) Inspect(ctx context.Context) (*merge.Inspection, error) {
+	// A password that cannot be had is the configuration's problem, not a
+	// lost connection: said as it is, and never retried.
+	if _, err := s.cfg.ResolvePassword(); err != nil {
+		return nil, err
+	}
 	conn, err := Connect(ctx, s.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDisconnected, err)

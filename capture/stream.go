@@ -133,6 +133,14 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		if !errors.As(err, &lost) {
 			return err
 		}
+		if syncCfg.TLSConfig != nil && tlsPreferred(cfg.Source) && connNoServerTLS(lost.err) {
+			// source.tls.mode: preferred falls back to a plain connection
+			// when the server has no TLS, like Connect does for queries.
+			cfg.logf("the server does not offer TLS; the binlog connection is plain (source.tls.mode: preferred)",
+				"source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port))
+			syncCfg.TLSConfig = nil
+			continue
+		}
 		if positionLost(lost.err) {
 			return fmt.Errorf("%w: %s:%d does not have %s any more (%v): the changes since were purged before cdcsync read them; "+
 				"copy the tables again (cdcsync resync --config FILE --offline DB.TABLE for each table; cdcsync tables lists them), then start cdcsync: it copies them from the server's current position",

@@ -68,7 +68,10 @@ type Source struct {
 	Include        []string `yaml:"include"`         // required: "db.table" patterns with * and ? wildcards; "!" prefix excludes
 	Exclude        []string `yaml:"exclude"`         // patterns that exclude
 	ConnectTimeout Duration `yaml:"connect_timeout"` // default 10s
-	TLS            TLS      `yaml:"tls"`
+	// passwordErr is set when password names an unset environment
+	// variable; ResolvePassword returns it.
+	passwordErr error
+	TLS         TLS `yaml:"tls"`
 	// OnPositionLost is what run does with a table whose committed binlog
 	// position the server no longer has (purged, or a server without its
 	// history): fail (default: exit with the tables and the recovery) or
@@ -330,6 +333,7 @@ func parse(data []byte, source, baseDir string, lookup func(string) (string, boo
 		return nil, err
 	}
 	c.meta = &meta{source: source, lines: d.lines, set: d.set}
+	c.Source.passwordErr = d.passwordErr
 	c.applyDefaults()
 	if baseDir != "" {
 		c.resolvePaths(baseDir)

@@ -624,9 +624,9 @@ warehouse:
 		wants  []string
 		absent []string
 	}{
-		{"unset variable", "  password: ${CDC_TEST_UNSET}\n",
-			[]string{`test.yaml: line 6: source.password: environment variable CDC_TEST_UNSET is not set: export it before starting cdcsync, or give a default with ${CDC_TEST_UNSET:-value}`}, nil},
-		{"two unset variables", "  password: ${CDC_TEST_UNSET}${CDC_TEST_UNSET2}\n",
+		{"unset variable", "  host: ${CDC_TEST_UNSET}\n",
+			[]string{`test.yaml: line 6: source.host: environment variable CDC_TEST_UNSET is not set: export it before starting cdcsync, or give a default with ${CDC_TEST_UNSET:-value}`}, nil},
+		{"two unset variables", "  host: ${CDC_TEST_UNSET}${CDC_TEST_UNSET2}\n",
 			[]string{`environment variable CDC_TEST_UNSET is not set`, `environment variable CDC_TEST_UNSET2 is not set`}, nil},
 		{"unterminated", "  password: abc${CDC_TEST_PASSWORD\n",
 			[]string{`line 6: source.password: "${" has no closing "}": close the variable reference, or write "$${" for a literal "${"`}, []string{"abc"}},
@@ -972,8 +972,14 @@ func TestExampleFile(t *testing.T) {
 		t.Errorf("warehouse.location not resolved: %q", c.Warehouse.Location)
 	}
 	os.Unsetenv("MYSQL_PASSWORD")
-	if _, err := Load(filepath.Join("..", "cdcsync.example.yaml")); err == nil || !strings.Contains(err.Error(), "environment variable MYSQL_PASSWORD is not set") {
-		t.Errorf("example without MYSQL_PASSWORD: %v", err)
+	// Without the password the file loads (tables and cat need none); the
+	// commands that connect to MySQL get the error.
+	c, err = Load(filepath.Join("..", "cdcsync.example.yaml"))
+	if err != nil {
+		t.Fatalf("example without MYSQL_PASSWORD: %v", err)
+	}
+	if _, err := c.Source.ResolvePassword(); err == nil || !strings.Contains(err.Error(), "line 23: source.password: environment variable MYSQL_PASSWORD is not set") {
+		t.Errorf("example without MYSQL_PASSWORD: the password resolves with %v", err)
 	}
 }
 
@@ -1081,5 +1087,23 @@ func TestMemoryLimitDefaults(t *testing.T) {
 		if c.MemoryLimit != tt.limit || c.Epoch.MaxBytes != tt.maxBytes {
 			t.Errorf("%q: memory_limit %s, epoch.max_bytes %s; want %s and %s", tt.src, c.MemoryLimit, c.Epoch.MaxBytes, tt.limit, tt.maxBytes)
 		}
+	}
+}
+
+// An unset variable in source.password does not stop the file from
+// loading: tables and cat need no password. Every command that connects
+// to MySQL gets the error, with its line, from ResolvePassword.
+func TestUnsetPasswordVariableIsLazy(t *testing.T) {
+	c := parseOK(t, minimal+"  password: ${CDC_TEST_UNSET}${CDC_TEST_UNSET2}\n")
+	_, err := c.Source.ResolvePassword()
+	if err == nil {
+		t.Fatal("the password resolved although its variables are unset")
+	}
+	wantContains(t, err.Error(), `test.yaml: line 6: source.password: environment variable CDC_TEST_UNSET is not set: export it before starting cdcsync, or give a default with ${CDC_TEST_UNSET:-value}`,
+		`environment variable CDC_TEST_UNSET2 is not set`)
+	t.Setenv("CDC_TEST_SET", "s3cret-pw")
+	c = parseOK(t, minimal+"  password: ${CDC_TEST_SET}\n")
+	if pw, err := c.Source.ResolvePassword(); err != nil || pw != "s3cret-pw" {
+		t.Errorf("a set variable: %q, %v", pw, err)
 	}
 }

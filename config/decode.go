@@ -37,6 +37,10 @@ type decoder struct {
 	lines  map[string]int
 	set    map[string]bool
 	errs   []error
+	// passwordErr is an unset variable in source.password: only the
+	// commands that connect to MySQL report it (Source.ResolvePassword),
+	// so that tables and cat work without the password.
+	passwordErr error
 }
 
 func newDecoder(source string, lookup func(string) (string, bool)) *decoder {
@@ -542,7 +546,12 @@ func (d *decoder) expand(n *yaml.Node, path string) (out string, fromEnv, ok boo
 		val, isSet := d.lookup(name)
 		if !isSet || (hasDef && val == "") {
 			if !hasDef {
-				d.errorf(n.Line, "%s: environment variable %s is not set: export it before starting cdcsync, or give a default with ${%s:-value}", path, name, name)
+				msg := fmt.Sprintf("%s: environment variable %s is not set: export it before starting cdcsync, or give a default with ${%s:-value}", path, name, name)
+				if path == "source.password" {
+					d.passwordErr = errors.Join(d.passwordErr, located(d.source, n.Line, msg))
+					continue
+				}
+				d.errorf(n.Line, "%s", msg)
 				ok = false
 				continue
 			}
@@ -553,6 +562,9 @@ func (d *decoder) expand(n *yaml.Node, path string) (out string, fromEnv, ok boo
 	}
 	if !ok {
 		return "", false, false
+	}
+	if path == "source.password" && d.passwordErr != nil {
+		return "", false, true
 	}
 	return b.String(), fromEnv, true
 }

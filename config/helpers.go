@@ -27,6 +27,9 @@ func isSystemSchema(db string) bool {
 // ResolvePassword returns the MySQL password: the content of password_file
 // (trailing newlines trimmed) when it is set, else password.
 func (s *Source) ResolvePassword() (string, error) {
+	if s.passwordErr != nil {
+		return "", s.passwordErr
+	}
 	if s.PasswordFile == "" {
 		return s.Password.Value(), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,26 @@ const redacted = "[redacted]"
 // verb), MarshalYAML, MarshalJSON, MarshalText and slog's LogValue all give
 // "[redacted]", or "" when the secret is empty. Value returns the real string.
 type Secret string
+
+// Redact removes secret from text, a message a library produced, in case
+// it echoes the secret. An occurrence in the place of a value (after ":",
+// "=" or a quote, as in a DSN "user:SECRET@host", "password=SECRET" or
+// 'SECRET') becomes "[redacted]"; if the secret still occurs elsewhere
+// (within prose, where replacing it would show the secret by its
+// surroundings: a password "MySQL" in "the MySQL server ..."), the whole
+// text is withheld. Secrets shorter than 4 bytes are not searched for:
+// they would match ordinary words, and nothing echoes them as values.
+func Redact(text, secret string) string {
+	if len(secret) < 4 || !strings.Contains(text, secret) {
+		return text
+	}
+	value := regexp.MustCompile(`([:=]\s*|['"])` + regexp.QuoteMeta(secret) + `(@|['"&;,)\s]|$)`)
+	text = value.ReplaceAllString(text, "${1}[redacted]${2}")
+	if strings.Contains(text, secret) {
+		return "(the message is withheld: it contains a secret)"
+	}
+	return text
+}
 
 // Value returns the secret itself. Call it only where the secret is used.
 func (s Secret) Value() string { return string(s) }

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +119,21 @@ func TestCLIShowsTables(t *testing.T) {
 	}
 	if strings.Contains(out, "alan") {
 		t.Errorf("cat shows the deleted row:\n%s", out)
+	}
+	// The read-only commands need no MySQL password (issue 15): the same
+	// file with the password's variable unset.
+	raw, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPassword := filepath.Join(t.TempDir(), "no-password.yaml")
+	if err := os.WriteFile(noPassword, []byte(strings.ReplaceAll(string(raw), "${CDCSYNC_TEST_PASSWORD}", "${CDCSYNC_TEST_UNSET_PASSWORD}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"tables"}, {"cat", "it_cli.people", "--limit", "1"}} {
+		if out, code := runCLI(t, append(append(args[:1:1], "--config", noPassword), args[1:]...)...); code != 0 {
+			t.Errorf("%s without the MySQL password exited %d:\n%s", args[0], code, out)
+		}
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d", code)

@@ -135,7 +135,7 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, 
 		pc, err := pgx.ParseConfig(c.DSN.Value())
 		if err != nil {
 			return nil, nil, fmt.Errorf("catalog.sql.dsn is not a PostgreSQL connection string (postgres://user:password@host:5432/db): %s",
-				redact(err.Error(), c.DSN.Value()))
+				config.Redact(err.Error(), c.DSN.Value()))
 		}
 		if pc.ConnectTimeout == 0 {
 			pc.ConnectTimeout = dialTimeout
@@ -169,7 +169,7 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, 
 	if err != nil {
 		release()
 		return nil, nil, redactedError{fmt.Sprintf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",
-			c.Driver, cfg.Catalog.Name, redact(err.Error(), c.DSN.Value())), err}
+			c.Driver, cfg.Catalog.Name, config.Redact(err.Error(), c.DSN.Value())), err}
 	}
 	return cat, release, nil
 }
@@ -197,7 +197,7 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties,
 			msg = fmt.Sprintf("getting an OAuth2 token for catalog.rest.credential from %s/v1/oauth/tokens failed (%s)", strings.TrimRight(r.URI, "/"), msg)
 		}
 		for _, s := range restSecrets(r) {
-			msg = redact(msg, s)
+			msg = config.Redact(msg, s)
 		}
 		return nil, redactedError{fmt.Sprintf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg), err}
 	}
@@ -224,14 +224,6 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
-
-// redact removes a secret from a message produced by a library.
-func redact(msg, secret string) string {
-	if secret == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "[redacted]")
-}
 
 // Unreachable says since when every request to the warehouse (S3) or the
 // catalog (REST, PostgreSQL) has failed, with the last error; ok is false

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -240,8 +243,35 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 			t.Logf("cdcsync run %d's output:\n%s", i+1, q.output())
 		}
 		t.Logf("the last cdcsync's output:\n%s", p.output())
+		keepBinlog(t, seed)
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
 	}
+}
+
+// keepBinlog saves the server's binlog, decoded with its rows
+// (mariadb-binlog --verbose), where it outlives the test, so that a
+// failure can be traced to the transactions of the differing rows.
+func keepBinlog(t *testing.T, seed uint64) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(db.DataDir, "binlog.[0-9]*"))
+	if len(files) == 0 {
+		t.Logf("no binlog files under %s to keep", db.DataDir)
+		return
+	}
+	out := filepath.Join(os.TempDir(), fmt.Sprintf("cdcsync-fk-binlog-%d.txt", seed))
+	f, err := os.Create(out)
+	if err != nil {
+		t.Logf("keep the binlog: %v", err)
+		return
+	}
+	defer f.Close()
+	cmd := exec.Command("mariadb-binlog", append([]string{"--verbose", "--base64-output=DECODE-ROWS"}, files...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		t.Logf("mariadb-binlog: %v (partial output in %s)", err, out)
+		return
+	}
+	t.Logf("the decoded binlog is kept in %s", out)
 }

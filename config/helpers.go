@@ -26,6 +26,11 @@ func isSystemSchema(db string) bool {
 
 // ResolvePassword returns the MySQL password: the content of password_file
 // (trailing newlines trimmed) when it is set, else password.
+// PasswordUnset returns the error of an unset environment variable in
+// source.password (nil when there is none): the commands that connect to
+// MySQL refuse the file with it, the others need no password.
+func (s *Source) PasswordUnset() error { return s.passwordErr }
+
 func (s *Source) ResolvePassword() (string, error) {
 	if s.passwordErr != nil {
 		return "", s.passwordErr

@@ -71,9 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "run":
-		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runDaemon(ctx, cfg, stderr) })
+		return withConfig(cmd, rest, 0, withPassword(func(cfg *config.Config, _ *flag.FlagSet) error { return runDaemon(ctx, cfg, stderr) }))
 	case "check":
-		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runCheck(ctx, cfg, stdout, stderr) })
+		return withConfig(cmd, rest, 0, withPassword(func(cfg *config.Config, _ *flag.FlagSet) error { return runCheck(ctx, cfg, stdout, stderr) }))
 	case "tables":
 		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runTables(ctx, cfg, stdout, stderr) })
 	case "cat":
@@ -99,6 +99,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stderr, usage)
 	return exitError{2, fmt.Errorf("unknown subcommand %q", cmd)}
+}
+
+// withPassword makes fn, a command that connects to MySQL, refuse a
+// configuration whose source.password names an unset environment variable
+// (exit 2, like every other unset variable when the file loads); the
+// commands that only read the lake need no password.
+func withPassword(fn func(*config.Config, *flag.FlagSet) error) func(*config.Config, *flag.FlagSet) error {
+	return func(cfg *config.Config, fs *flag.FlagSet) error {
+		if err := cfg.Source.PasswordUnset(); err != nil {
+			return exitError{2, err}
+		}
+		return fn(cfg, fs)
+	}
 }
 
 // anyArgs lets withConfig take any number of positional arguments.

@@ -105,9 +105,14 @@ func SchemaFromIceberg(tbl *table.Table) (*cdcsync.TableSchema, error) {
 
 // RowsWhere reads the table's committed rows (on the branch its commits go
 // to) whose columns cols hold one of the value tuples vals; a NULL never
-// matches. The scan prunes files by the values' bounds where it can and the
-// rows are matched exactly here. The foreign-key cascades of merge read
-// child rows this way.
+// matches. The foreign-key cascades of merge read child rows this way.
+//
+// The scan reads every file and the rows are matched here: iceberg-go's
+// scan with a row filter on a column the equality deletes do not hold (a
+// foreign key's columns) returned none of the matching rows while
+// equality deletes were live, so cascades missed child rows committed by
+// an earlier epoch (TestRowsWhereOutsideTheKey; seen as a missed ON DELETE
+// CASCADE and SET NULL under load in TestForeignKeyCascadesApplied).
 func (t *Table) RowsWhere(ctx context.Context, cols []int, vals [][]any) ([]cdcsync.Row, error) {
 	ctx = t.scope(ctx)
 	tbl := t.current()
@@ -123,11 +128,7 @@ func (t *Table) RowsWhere(ctx context.Context, cols []int, vals [][]any) ([]cdcs
 			want[string(k)] = true
 		}
 	}
-	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID)}
-	if f := valuesFilter(ts, cols, vals); f != nil {
-		opts = append(opts, table.WithRowFilter(f))
-	}
-	return scanRows(ctx, tbl.Scan(opts...), ts, fmt.Sprintf("read the rows of %s by %v", ts.ID, columnNames(ts, cols)), func(r cdcsync.Row) bool {
+	return scanRows(ctx, tbl.Scan(table.WithSnapshotID(snap.SnapshotID)), ts, fmt.Sprintf("read the rows of %s by %v", ts.ID, columnNames(ts, cols)), func(r cdcsync.Row) bool {
 		key = key[:0]
 		ok := true
 		for _, c := range cols {
@@ -137,50 +138,6 @@ func (t *Table) RowsWhere(ctx context.Context, cols []int, vals [][]any) ([]cdcs
 		}
 		return want[string(key)]
 	})
-}
-
-// valuesFilter is the scan filter "cols equal one of vals", or nil when a
-// value has no Iceberg literal (the scan then reads every file).
-func valuesFilter(ts *cdcsync.TableSchema, cols []int, vals [][]any) iceberg.BooleanExpression {
-	lit := func(i int, v any) (iceberg.Literal, bool) {
-		c := &ts.Columns[cols[i]]
-		l, err := literalOf(v, c.Kind, c.Precision, c.Scale)
-		return l, err == nil
-	}
-	if len(cols) == 1 {
-		var lits []iceberg.Literal
-		for _, v := range vals {
-			l, ok := lit(0, v[0])
-			if !ok {
-				return nil
-			}
-			lits = append(lits, l)
-		}
-		return iceberg.SetPredicate(iceberg.OpIn, iceberg.Reference(ts.Columns[cols[0]].Name), lits)
-	}
-	var ors []iceberg.BooleanExpression
-	for _, v := range vals {
-		var ands []iceberg.BooleanExpression
-		for i := range cols {
-			l, ok := lit(i, v[i])
-			if !ok {
-				return nil
-			}
-			ands = append(ands, iceberg.LiteralPredicate(iceberg.OpEQ, iceberg.Reference(ts.Columns[cols[i]].Name), l))
-		}
-		if len(ands) == 1 {
-			ors = append(ors, ands[0])
-		} else {
-			ors = append(ors, iceberg.NewAnd(ands[0], ands[1], ands[2:]...))
-		}
-	}
-	switch len(ors) {
-	case 0:
-		return nil
-	case 1:
-		return ors[0]
-	}
-	return iceberg.NewOr(ors[0], ors[1], ors[2:]...)
 }
 
 func columnNames(ts *cdcsync.TableSchema, cols []int) []string {

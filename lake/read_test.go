@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+
+	"github.com/cdcsync/cdcsync"
 )
 
 // TestRowsWhere: the rows a foreign-key cascade reads by a non-key column
@@ -54,4 +56,50 @@ func TestRowsWhere(t *testing.T) {
 	}
 	e.commit(nil, keys(1, 5), "v1", nil)
 	check("after compaction")
+}
+
+// RowsWhere finds rows by columns outside the primary key (a foreign
+// key's) while the commit's equality deletes are live, on the handle that
+// committed them and on a fresh one. It found none of them when the scan
+// filtered on those columns (a missed cascade into rows of an earlier
+// epoch, issue 13).
+func TestRowsWhereOutsideTheKey(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	ts := &cdcsync.TableSchema{ID: cdcsync.TableID{Database: "shop", Table: "staff"}, Columns: []cdcsync.Column{
+		{Name: "id", DataType: "int", ColumnType: "int(11)", Kind: cdcsync.KindInt32},
+		{Name: "boss", DataType: "int", ColumnType: "int(11)", Kind: cdcsync.KindInt32, Nullable: true},
+	}, PrimaryKey: []int{0}}
+	tb, err := e.lk.EnsureTable(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []cdcsync.Row{{int32(2688), nil}, {int32(2689), int32(2688)}, {int32(10), nil}, {int32(11), int32(10)}}
+	var dels []cdcsync.Row
+	for _, r := range rows {
+		dels = append(dels, cdcsync.Row{r[0], nil})
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, dels, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := openLake(t, e.cfg).EnsureTable(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]*Table{"the committing handle": tb, "a fresh handle": fresh} {
+		for _, c := range []struct {
+			vals [][]any
+			want int
+		}{
+			{[][]any{{int32(2688)}}, 1},
+			{[][]any{{int32(10)}}, 1},
+			{[][]any{{int32(10)}, {int32(2688)}}, 2},
+			{[][]any{{int32(99)}}, 0},
+		} {
+			got, err := h.RowsWhere(ctx, []int{1}, c.vals)
+			if err != nil || len(got) != c.want {
+				t.Errorf("%s: rows with boss in %v: %v (%v), want %d rows", name, c.vals, got, err, c.want)
+			}
+		}
+	}
 }

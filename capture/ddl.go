@@ -589,7 +589,6 @@ func schemaFromCreate(id cdcsync.TableID, def *ddlparse.CreateDef, dbCharset str
 
 // sameSchema reports whether two schemas have the same columns (name, kind,
 // type, nullability) and primary key.
-func sameSchema(a, b *cdcsync.TableSchema) bool { return a.Same(b) }
 
 func identitySources(s *cdcsync.TableSchema) []cdcsync.ColumnSource {
 	out := make([]cdcsync.ColumnSource, len(s.Columns))

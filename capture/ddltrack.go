@@ -316,7 +316,7 @@ func (r *reader) alter(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddl
 			return []cdcsync.SchemaChange{r.policyChange(id, q, problem, true)}, nil
 		}
 		t.charset = res.charset
-		if !sameSchema(t.schema, res.schema) || !isIdentity(res.schema, res.sources) {
+		if !t.schema.Same(res.schema) || !isIdentity(res.schema, res.sources) {
 			t.schema = res.schema
 			t.mapSeen = nil
 			out = append(out, cdcsync.SchemaChange{Table: id, Kind: cdcsync.ChangeSchema, Schema: cloneSchema(res.schema),
@@ -835,7 +835,7 @@ func SameSchemas(ctx context.Context, src *config.Source, ids []cdcsync.TableID,
 		return err
 	}
 	for i, id := range ids {
-		if w := want(id); !sameSchema(w, now[i]) {
+		if w := want(id); !w.Same(now[i]) {
 			return fmt.Errorf("table %s changed while its copy started (now %s, cdcsync read %s); the copy starts again", id, describeSchema(now[i]), describeSchema(w))
 		}
 	}

@@ -711,14 +711,12 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 	if len(stops) == 0 {
 		return nil, nil
 	}
+	ids := slices.SortedFunc(maps.Keys(stops), func(a, b cdcsync.TableID) int { return strings.Compare(a.String(), b.String()) })
 	ds, ok := p.sink.(DDLSink)
 	if !ok {
-		for id, err := range stops {
-			return nil, fmt.Errorf("%s cannot be stopped by this sink: %w", id, err)
-		}
+		return nil, fmt.Errorf("%s cannot be stopped by this sink: %w", ids[0], stops[ids[0]])
 	}
 	p.awaitMaintenance() // a stop changes the sink's tables
-	ids := slices.SortedFunc(maps.Keys(stops), func(a, b cdcsync.TableID) int { return strings.Compare(a.String(), b.String()) })
 	for _, id := range ids {
 		at := p.lastCkpt
 		if own, ok := p.resumes[id]; ok {

@@ -38,6 +38,7 @@ type Config struct {
 	Snapshot  Snapshot    `yaml:"snapshot"`
 	Log       Log         `yaml:"log"`
 	HTTP      HTTP        `yaml:"http"`
+	Lease     Lease       `yaml:"lease"`
 
 	Maintenance Maintenance `yaml:"maintenance"`
 	DDL         DDL         `yaml:"ddl"`
@@ -233,6 +234,23 @@ type OrphanCleanup struct {
 	Interval Duration `yaml:"interval"` // default 1h: time between two cleanups of a table
 }
 
+// Lease configures how daemons share a pipeline: one holds it and commits,
+// the others wait as standbys (see docs/architecture.md, "One writer per
+// pipeline").
+type Lease struct {
+	// TTL is how long a holder that stops renewing keeps the pipeline:
+	// a standby takes over once it has seen no renewal for this long
+	// (measured on its own clock). Default 30s; the holder renews every
+	// third of it. At least 3s.
+	TTL Duration `yaml:"ttl"`
+	// Wait makes a daemon that finds the pipeline held wait as a standby
+	// (default true); false makes it exit with the holder's name.
+	Wait *bool `yaml:"wait"`
+}
+
+// Waits says whether a daemon waits for a held pipeline.
+func (l Lease) Waits() bool { return l.Wait == nil || *l.Wait }
+
 // HTTPOff is the value of http.listen that disables the HTTP server.
 const HTTPOff = "off"
 
@@ -263,6 +281,8 @@ const (
 	DefaultChunkRows       = 20000
 	DefaultSnapshotWorkers = 2
 	DefaultHTTPListen      = "127.0.0.1:9187"
+	DefaultLeaseTTL        = 30 * time.Second
+	MinLeaseTTL            = 3 * time.Second
 
 	DefaultMaintenanceEveryEpochs = 5
 	DefaultCompactDeleteFiles     = 5
@@ -421,6 +441,7 @@ func (c *Config) applyDefaults() {
 	c.Log.Format = strings.ToLower(strings.TrimSpace(c.Log.Format))
 
 	str("http.listen", &c.HTTP.Listen, DefaultHTTPListen)
+	dur("lease.ttl", &c.Lease.TTL, DefaultLeaseTTL)
 	c.applyDDLDefaults()
 	c.applyTypesDefaults()
 

@@ -171,6 +171,9 @@ func (c *Config) Validate() error {
 			p.add("http.listen", "http.listen %q is not an address: write host:port, e.g. 127.0.0.1:9187 or :9187, or off to disable the HTTP server", l)
 		}
 	}
+	if c.Lease.TTL.Duration < MinLeaseTTL {
+		p.add("lease.ttl", "lease.ttl %s is too short: a holder renews every third of it, so use at least %s, e.g. ttl: 30s", c.Lease.TTL.Duration, MinLeaseTTL)
+	}
 	return errors.Join(p.errs...)
 }
 

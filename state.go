@@ -37,6 +37,8 @@ type Checkpoint struct {
 	// was written: a table that has not changed since holds everything up
 	// to Pos, however old its own last commit (see Holds).
 	Tables []TableEpoch `json:"tables,omitempty"`
+	// Token is the fencing token of the lease holder that wrote it.
+	Token int64 `json:"token,omitempty"`
 }
 
 // TableEpoch is a table's last committed epoch.

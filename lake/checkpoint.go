@@ -40,6 +40,7 @@ func (l *Lake) SaveCheckpoint(ctx context.Context, c cdcsync.Checkpoint) error {
 		return err
 	}
 	c.Pipeline = l.cfg.Pipeline
+	c.Token = l.token
 	c.SortTables()
 	b, err := json.MarshalIndent(checkpointFile{Checkpoint: c, Sum: checkpointSum(c)}, "", "  ")
 	if err != nil {

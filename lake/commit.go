@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/lease"
 )
 
 // Committed walks the table's snapshot lineage from the current snapshot and
@@ -109,6 +110,9 @@ func (t *Table) summary(e Epoch, copying *cdcsync.CopyState) iceberg.Properties 
 		SummaryPipeline: t.pipeline,
 		SummaryEpoch:    strconv.FormatInt(e.Number, 10),
 		SummaryPosition: e.Pos.Encode(),
+	}
+	if t.token > 0 {
+		p[SummaryToken] = strconv.FormatInt(t.token, 10)
 	}
 	if c := copying; c != nil && !c.Done {
 		p[SummaryCopyAfter] = c.After
@@ -307,6 +311,9 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	if t.BeforeCommit != nil {
 		t.BeforeCommit()
 	}
+	if err := t.valid(); err != nil {
+		return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
+	}
 	next, err := tx.Commit(ctx)
 	if err == nil {
 		t.setCurrent(next)
@@ -324,6 +331,10 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 		return nil
 	}
 	ref := refOf(base.Metadata())
+	if err := t.fenced(fresh, base); err != nil {
+		t.setCurrent(fresh)
+		return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
+	}
 	if cur, old := head(fresh.Metadata(), ref), head(base.Metadata(), ref); snapshotID(cur) != snapshotID(old) {
 		if ref == table.MainBranch && onlyRewritesSince(fresh, base) {
 			// Rewrites (a cdcsync compaction, Spark's rewrite_data_files or
@@ -349,6 +360,30 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	}
 	t.setCurrent(fresh)
 	return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
+}
+
+// fenced returns an error wrapping lease.ErrLost when a newer holder of the
+// pipeline's lease committed to the table since base (a fence, or its
+// epochs): this process lost the pipeline.
+func (t *Table) fenced(fresh, base *table.Table) error {
+	for _, ref := range []string{table.MainBranch, CopyBranch} {
+		stop := snapshotID(head(base.Metadata(), ref))
+		meta := fresh.Metadata()
+		for s := head(meta, ref); s != nil && s.SnapshotID != stop; {
+			if s.Summary != nil {
+				p := s.Summary.Properties
+				if tok := tokenOf(s); tok > t.token && (p[SummaryFence] == t.pipeline || p[SummaryPipeline] == t.pipeline) {
+					return fmt.Errorf("%w: a newer holder of pipeline %s (lease token %d, this daemon's %d) committed snapshot %d",
+						lease.ErrLost, t.pipeline, tok, t.token, s.SnapshotID)
+				}
+			}
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = meta.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+	return nil
 }
 
 // CopyBranch is the branch a table that holds rows is copied again on

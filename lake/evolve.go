@@ -40,6 +40,9 @@ const (
 	// position they are as of (JSON, storedKeys): a restart follows the
 	// keys as they were at the table's position, not as MySQL has them now.
 	PropForeignKeys = "cdcsync.foreign-keys"
+	// PropPipeline names the pipeline that created the table and alone
+	// writes to it.
+	PropPipeline = "cdcsync.pipeline"
 )
 
 // storedSchema is the JSON of PropMySQLSchema. Kinds are stored by name, so
@@ -318,6 +321,9 @@ func (t *Table) setProps(ctx context.Context, e Epoch, set iceberg.Properties, r
 		if err := tx.RemoveProperties(remove); err != nil {
 			return fmt.Errorf("%s: %w", t.ID, err)
 		}
+	}
+	if err := t.valid(); err != nil {
+		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	next, err := tx.Commit(ctx)
 	if err == nil {

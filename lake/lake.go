@@ -61,6 +61,25 @@ type Lake struct {
 	// files is the budget of files written at once, shared by every table
 	// (warehouse.max_open_files): a slot is held while a file is open.
 	files chan struct{}
+	// token is the fencing token of the pipeline's lease this process
+	// holds (SetLease), recorded with every commit; 0 when it holds none.
+	// valid says whether the lease still allows commits.
+	token int64
+	valid func() error
+}
+
+// SetLease records the lease this process holds: the tables opened
+// afterwards carry its fencing token in every commit, ask valid before
+// every catalog commit (an error stops the commit), and a commit that finds
+// a newer holder's snapshot fails with lease.ErrLost.
+func (l *Lake) SetLease(token int64, valid func() error) { l.token, l.valid = token, valid }
+
+// leaseValid is the tables' check before a catalog commit.
+func (l *Lake) leaseValid() error {
+	if l.valid == nil {
+		return nil
+	}
+	return l.valid()
 }
 
 // Open connects to the configured catalog. It creates the SQL catalog's

@@ -452,17 +452,25 @@ func TestCommitAfterForeignWriters(t *testing.T) {
 			t.Fatalf("committed epoch %d, want %d", c.Epoch, e.epoch)
 		}
 	})
-	t.Run("any other write: conflict", func(t *testing.T) {
+	t.Run("another pipeline: refused", func(t *testing.T) {
 		e := newKV(t, "p")
 		e.commit(nil, keys(1, 30), "copy", nil)
-		other := e.second("q")
-		if err := other.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, []cdcsync.Row{{int64(99), "q"}}, nil); err != nil {
+		_, err := openLake(t, kvConfig(t, e.dir, "q")).EnsureTable(ctx, kvSchema())
+		if !cdcsync.IsPermanent(err) || !strings.Contains(err.Error(), `is written by pipeline "p", and two pipelines must not write one table`) {
+			t.Fatalf("pipeline q opening pipeline p's table: %v, want a permanent refusal naming p", err)
+		}
+	})
+	t.Run("another daemon of the pipeline: conflict", func(t *testing.T) {
+		e := newKV(t, "p")
+		e.commit(nil, keys(1, 30), "copy", nil)
+		other := e.second("p")
+		if err := other.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, nil, []cdcsync.Row{{int64(99), "q"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		d, r := e.change([]int64{1}, "x", nil)
-		err := e.tbl.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, d, r, nil)
+		err := e.tbl.Commit(ctx, Epoch{Number: 2, Pos: pos(3)}, d, r, nil)
 		if !errors.Is(err, ErrConflict) {
-			t.Fatalf("commit after another pipeline's commit: %v, want ErrConflict", err)
+			t.Fatalf("commit after another daemon's commit: %v, want ErrConflict", err)
 		}
 	})
 }

@@ -37,6 +37,8 @@ type Table struct {
 	cat      catalog.Catalog // for the catalog commits a transaction cannot express (promote)
 	scope    func(context.Context) context.Context
 	pipeline string
+	token    int64 // the fencing token of the pipeline's lease, recorded with every commit (0: none)
+	valid    func() error // whether the lease still allows commits
 	dataOut  *rowLayout // data files: every column
 	delOut   *rowLayout // equality deletes: key columns plus partition sources
 	// The files of an epoch commit: data files under the table's partition
@@ -192,6 +194,9 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 	case err != nil:
 		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
 	}
+	if err := l.refuseOtherPipeline(tbl, ts.ID); err != nil {
+		return nil, err
+	}
 	stored, pos, ok, err := storedState(tbl)
 	if err != nil {
 		return nil, err
@@ -212,7 +217,7 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			t.schemaPos = pos
 			return t, nil
 		}
-		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, cat: l.cat, schemaPos: pos}, nil
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
 	}
 	if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
 		return nil, err
@@ -285,7 +290,7 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{})}
+	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.cfg.Pipeline}
 	for k, v := range tableProperties {
 		props[k] = v
 	}
@@ -390,7 +395,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, cat: l.cat,
+	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
 		eqFile:   eqFile,

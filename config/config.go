@@ -245,11 +245,8 @@ type Lease struct {
 	TTL Duration `yaml:"ttl"`
 	// Wait makes a daemon that finds the pipeline held wait as a standby
 	// (default true); false makes it exit with the holder's name.
-	Wait *bool `yaml:"wait"`
+	Wait bool `yaml:"wait"`
 }
-
-// Waits says whether a daemon waits for a held pipeline.
-func (l Lease) Waits() bool { return l.Wait == nil || *l.Wait }
 
 // HTTPOff is the value of http.listen that disables the HTTP server.
 const HTTPOff = "off"
@@ -442,6 +439,9 @@ func (c *Config) applyDefaults() {
 
 	str("http.listen", &c.HTTP.Listen, DefaultHTTPListen)
 	dur("lease.ttl", &c.Lease.TTL, DefaultLeaseTTL)
+	if !c.explicit("lease.wait") {
+		c.Lease.Wait = true
+	}
 	c.applyDDLDefaults()
 	c.applyTypesDefaults()
 

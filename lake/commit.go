@@ -311,7 +311,7 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	if t.BeforeCommit != nil {
 		t.BeforeCommit()
 	}
-	if err := t.valid(); err != nil {
+	if err := t.mayCommit(); err != nil {
 		return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
 	}
 	next, err := tx.Commit(ctx)
@@ -332,7 +332,8 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	}
 	ref := refOf(base.Metadata())
 	if err := t.fenced(fresh, base); err != nil {
-		t.setCurrent(fresh)
+		// Never stage on top of the fence: every later commit fails too.
+		t.state.lost.Store(&err)
 		return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
 	}
 	if cur, old := head(fresh.Metadata(), ref), head(base.Metadata(), ref); snapshotID(cur) != snapshotID(old) {
@@ -384,6 +385,15 @@ func (t *Table) fenced(fresh, base *table.Table) error {
 		}
 	}
 	return nil
+}
+
+// mayCommit says whether this process may still commit to the table: nil,
+// or why not (its lease is no longer valid, or a newer holder fenced it).
+func (t *Table) mayCommit() error {
+	if p := t.state.lost.Load(); p != nil {
+		return *p
+	}
+	return t.valid()
 }
 
 // CopyBranch is the branch a table that holds rows is copied again on

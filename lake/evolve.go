@@ -322,7 +322,7 @@ func (t *Table) setProps(ctx context.Context, e Epoch, set iceberg.Properties, r
 			return fmt.Errorf("%s: %w", t.ID, err)
 		}
 	}
-	if err := t.valid(); err != nil {
+	if err := t.mayCommit(); err != nil {
 		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	next, err := tx.Commit(ctx)

@@ -152,6 +152,10 @@ func TestFenceStopsTheOlderHolder(t *testing.T) {
 	if !strings.Contains(err.Error(), "lease token 2, this daemon's 1") {
 		t.Errorf("message %q does not name the tokens", err)
 	}
+	// A retry must not stage on top of the fence.
+	if err := old.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1)}, d, r, nil); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("old holder's retry: %v, want lease.ErrLost", err)
+	}
 	if err := nt.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1)}, d, []cdcsync.Row{{int64(1), "new"}}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lease"
 	"github.com/cdcsync/cdcsync/metrics"
 )
 
@@ -64,7 +65,7 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	}
 	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos}, d.Deletes, d.Rows, d.Copy)
 	switch {
-	case errors.Is(err, ErrConflict):
+	case final(err):
 		return cdcsync.Permanent(err)
 	case errors.Is(err, ErrValue):
 		return cdcsync.StopTable(err)
@@ -153,7 +154,7 @@ func (s *Sink) StartCopy(ctx context.Context, id cdcsync.TableID, epoch int64, p
 		return fmt.Errorf("%s has no Iceberg table in this session", id)
 	}
 	err := t.StartCopy(ctx, Epoch{Number: epoch, Pos: pos})
-	if errors.Is(err, ErrConflict) {
+	if final(err) {
 		return cdcsync.Permanent(err)
 	}
 	return err
@@ -176,7 +177,7 @@ func (s *Sink) ApplyDDL(ctx context.Context, epoch int64, pos cdcsync.Position, 
 		dropped, err = s.lake.ApplyChange(ctx, t, Epoch{Number: epoch, Pos: pos}, ch)
 	}
 	if err != nil {
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrIncompatible) {
+		if final(err) || errors.Is(err, ErrIncompatible) {
 			return cdcsync.Permanent(err)
 		}
 		return err
@@ -261,4 +262,11 @@ func (s *Sink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Posi
 		}
 	}
 	return s.lake.SaveCheckpoint(ctx, c)
+}
+
+// final says a commit error ends the session: another writer's snapshot
+// is in the way, or this process lost the pipeline's lease. Retrying could
+// only stage on top of what the other writer committed.
+func final(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, lease.ErrLost)
 }

@@ -37,10 +37,10 @@ type Table struct {
 	cat      catalog.Catalog // for the catalog commits a transaction cannot express (promote)
 	scope    func(context.Context) context.Context
 	pipeline string
-	token    int64 // the fencing token of the pipeline's lease, recorded with every commit (0: none)
+	token    int64        // the fencing token of the pipeline's lease, recorded with every commit (0: none)
 	valid    func() error // whether the lease still allows commits
-	dataOut  *rowLayout // data files: every column
-	delOut   *rowLayout // equality deletes: key columns plus partition sources
+	dataOut  *rowLayout   // data files: every column
+	delOut   *rowLayout   // equality deletes: key columns plus partition sources
 	// The files of an epoch commit: data files under the table's partition
 	// spec, equality delete files, and the process's open-file budget. On
 	// a partitioned table the equality deletes are global (see "Global
@@ -69,7 +69,10 @@ type tableState struct {
 	// copying is the progress of the table's initial copy, recorded with
 	// every commit while it runs; nil when no copy runs.
 	copying atomic.Pointer[cdcsync.CopyState]
-	global  globalParts // the partitions of the global delete files compaction read
+	// lost is set when a newer holder of the pipeline's lease fenced the
+	// table: nothing may be committed to it any more.
+	lost   atomic.Pointer[error]
+	global globalParts // the partitions of the global delete files compaction read
 	// pending are the files of an epoch whose commit failed (under commitMu).
 	pending *pendingFiles
 }

@@ -100,6 +100,11 @@ type Lease struct {
 	// Fence says the previous holder may still run: the new holder must
 	// fence the tables before it commits.
 	Fence bool
+	// How says how the lease was taken: "new" (no holder before),
+	// "released", "gone" (a dead process on this machine), "expired" (no
+	// renewal for the TTL; Fence is set) or "resumed" (this daemon's own
+	// lease, after the store was out).
+	How string
 }
 
 // Token is the lease's fencing token.
@@ -121,6 +126,7 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 		answered bool
 		seen     string    // the version of the record last seen held by another
 		seenAt   time.Time // when it was first seen
+		expired  string    // the version last announced as expired
 		waiting  bool
 		outage   time.Time
 	)
@@ -158,16 +164,18 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 		answered, outage = true, time.Time{}
 		now := time.Now()
 		next := Record{Holder: opts.Self, Token: rec.Token + 1, Acquired: now.UTC(), Renewed: now.UTC()}
-		fence := false
+		fence, how := false, "expired"
 		switch {
 		case version == "":
-			next.Token = 1
+			next.Token, how = 1, "new"
 		case rec.Holder.Instance == opts.Self.Instance:
 			// Still ours (the store was out for a while): nobody took it.
-			next.Token, next.Acquired = rec.Token, rec.Acquired
+			next.Token, next.Acquired, how = rec.Token, rec.Acquired, "resumed"
 		case rec.Released:
+			how = "released"
 			log.Info("taking the pipeline over from a holder that released it", "pipeline", opts.Pipeline, "previous", rec.Holder.String())
 		case rec.Holder.gone(opts.Self):
+			how = "gone"
 			log.Info("taking the pipeline over: its previous holder ran on this machine and is gone", "pipeline", opts.Pipeline, "previous", rec.Holder.String())
 		default:
 			if !opts.Wait {
@@ -190,8 +198,11 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 				}
 				continue
 			}
-			log.Warn(fmt.Sprintf("pipeline %s is held by %s, which has not renewed its lease for %s; taking over and fencing its tables", opts.Pipeline, rec.Holder, opts.TTL),
-				"pipeline", opts.Pipeline, "previous", rec.Holder.String(), "token", rec.Token)
+			if expired != version {
+				expired = version
+				log.Warn(fmt.Sprintf("pipeline %s is held by %s, which has not renewed its lease for %s; taking over and fencing its tables", opts.Pipeline, rec.Holder, opts.TTL),
+					"pipeline", opts.Pipeline, "previous", rec.Holder.String(), "token", rec.Token)
+			}
 			fence = true
 		}
 		start := time.Now()
@@ -204,6 +215,7 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 				return nil, ctx.Err()
 			}
 			if opts.Transient != nil && opts.Transient(err) {
+				log.Warn("cannot take the pipeline's lease yet; retrying", "pipeline", opts.Pipeline, "error", err)
 				if err := pause(); err != nil {
 					return nil, err
 				}
@@ -211,7 +223,7 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 			}
 			return nil, fmt.Errorf("take the lease of pipeline %s: %w", opts.Pipeline, err)
 		}
-		l := &Lease{store: store, opts: opts, rec: next, version: nv, renewed: start, Fence: fence}
+		l := &Lease{store: store, opts: opts, rec: next, version: nv, renewed: start, Fence: fence, How: how}
 		if version != "" && rec.Holder.Instance != opts.Self.Instance {
 			l.Previous = rec
 		}

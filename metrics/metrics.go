@@ -55,6 +55,13 @@ type Metrics struct {
 	CommitsStalled prometheus.Gauge
 	Restarts       *prometheus.CounterVec
 
+	// The pipeline's lease: LeaseHeld is 1 while this daemon holds it
+	// (0: a standby), LeaseToken its fencing token, LeaseTakeovers the
+	// times this daemon took it over, by how (see lease.Acquire).
+	LeaseHeld      prometheus.Gauge
+	LeaseToken     prometheus.Gauge
+	LeaseTakeovers *prometheus.CounterVec
+
 	// TypePolicyValues counts the values a types: policy changed (zero
 	// dates written as NULL or 1970-01-01), by table, column and policy.
 	TypePolicyValues *prometheus.CounterVec
@@ -106,6 +113,15 @@ func New() *Metrics {
 		CommitsStalled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_commits_stalled", Help: "Commits (a table's epoch, the checkpoint, a schema change) being retried because the warehouse or the catalog does not answer; /readyz says since when.",
 		}),
+		LeaseHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_lease_held", Help: "1 while this daemon holds the pipeline's lease and commits; 0 while it waits as a standby.",
+		}),
+		LeaseToken: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_lease_token", Help: "Fencing token of the lease this daemon holds (grows with every new holder).",
+		}),
+		LeaseTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_lease_acquired_total", Help: "Times this daemon took the pipeline's lease, by how: new (no holder before), released, gone (a dead process on this machine), expired (no renewal for lease.ttl; the tables were fenced), resumed (its own lease after an outage).",
+		}, []string{"how"}),
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_restarts_total", Help: "Restarts of the pipeline from its committed position, by reason (source: MySQL connection lost; storage: warehouse or catalog outage; commit: commits kept failing; new_table, schema).",
 		}, []string{"reason"}),
@@ -180,7 +196,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

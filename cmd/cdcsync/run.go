@@ -19,6 +19,7 @@ import (
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
+	"github.com/cdcsync/cdcsync/lease"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
 )
@@ -59,7 +60,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	st := &status{}
 	st.healthy.Store(true)
 	st.setReady("starting: checking the source and the warehouse")
-	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log), bar: bar,
+	d := &daemon{cfg: cfg, log: log, m: m, st: st, fault: faultFromEnv(log), bar: bar, self: lease.Self(),
 		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
 			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
 		})}
@@ -84,12 +85,54 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		log.Warn(of.String())
 	}
 	backoff := time.Second
+	var held *holding
+	defer func() {
+		if held != nil {
+			held.end(true)
+		}
+	}()
 	for {
+		if held == nil {
+			h, err := d.acquire(ctx)
+			if ctx.Err() != nil {
+				log.Info("cdcsync stopped cleanly")
+				return nil
+			}
+			var heldErr *lease.HeldError
+			if errors.As(err, &heldErr) {
+				st.healthy.Store(false)
+				return exitError{1, err}
+			}
+			if err != nil {
+				if !d.streamed.Load() {
+					st.healthy.Store(false)
+					st.setReady("stopped: " + err.Error())
+					return err
+				}
+				log.Warn("cannot take the pipeline's lease; retrying", "error", err, "in", backoff.String())
+				if !sleep(ctx, backoff) {
+					return nil
+				}
+				backoff = min(backoff*2, time.Minute)
+				continue
+			}
+			held = h
+		}
 		started := time.Now()
-		err := d.session(ctx)
+		err := d.session(held.ctx, held.ls)
 		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			held.end(true)
+			held = nil
 			log.Info("cdcsync stopped cleanly")
 			return nil
+		}
+		if lost := held.lost(err); lost != nil {
+			// Another daemon holds the pipeline now, or this one could not
+			// renew in time: commit nothing more, wait as a standby.
+			log.Warn("this daemon no longer holds the pipeline; it waits as a standby", "error", lost)
+			held.end(false)
+			held = nil
+			continue
 		}
 		reason := restartReason(err)
 		if reason == "" || !d.streamed.Load() {
@@ -109,12 +152,20 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		} else {
 			log.Warn("restarting the pipeline from its committed position", "error", err, "in", backoff.String())
 		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
+		if !sleep(ctx, backoff) {
 			return nil
 		}
 		backoff = min(backoff*2, time.Minute)
+	}
+}
+
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -151,6 +202,7 @@ type daemon struct {
 	st    *status
 	fault func(string)
 	bar   *statusLine // the terminal's progress line; nil when stderr is not a terminal
+	self  lease.Holder // this process, as the pipeline's lease names it
 	// values applies the types: policies, on both paths, for the whole
 	// process (it logs the first value it changes per column once).
 	values *capture.ValuePolicy
@@ -163,13 +215,14 @@ type daemon struct {
 // session runs the pipeline once (merge.RunSession): checks, table setup,
 // initial copy of the tables that need one, then streaming until ctx ends
 // or an error occurs.
-func (d *daemon) session(ctx context.Context) error {
+func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 	cfg, log := d.cfg, d.log
 	lk, err := lake.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer lk.Close()
+	lk.SetLease(ls.Token(), ls.Valid)
 	src := capture.NewSource(&cfg.Source, cfg, cfg.Snapshot.Workers, d.values, log)
 	return merge.RunSession(ctx, src, lk.ForSession(d.m, d.fault), merge.SessionOptions{
 		Pipeline: merge.Options{

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cdcsync/cdcsync/lake"
+	"github.com/cdcsync/cdcsync/lease"
+)
+
+// holding is the pipeline's lease while this daemon holds it: sessions run
+// under ctx, which ends when the lease is lost.
+type holding struct {
+	d      *daemon
+	lk     *lake.Lake // the lease's own connection to the catalog
+	ls     *lease.Lease
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	kept   chan struct{} // closed when Keep has returned
+}
+
+// acquire takes the pipeline's lease, waiting as a standby while another
+// daemon holds it (lease.wait), and fences the tables when the previous
+// holder may still run. It starts renewing the lease at once.
+func (d *daemon) acquire(ctx context.Context) (*holding, error) {
+	lk, err := lake.Open(ctx, d.cfg, d.log)
+	if err != nil {
+		return nil, err
+	}
+	d.m.LeaseHeld.Set(0)
+	ls, err := lease.Acquire(ctx, lk.LeaseStore(), lease.Options{
+		Pipeline:  d.cfg.Pipeline,
+		TTL:       d.cfg.Lease.TTL.Duration,
+		Wait:      d.cfg.Lease.Wait,
+		Self:      d.self,
+		Transient: lake.Transient,
+		Log:       d.log,
+		Waiting: func(rec lease.Record) {
+			if rec.Holder.Instance != "" {
+				d.st.setReady(fmt.Sprintf("standby: pipeline %s is held by %s since %s", d.cfg.Pipeline, rec.Holder, rec.Acquired.Format(time.RFC3339)))
+			} else {
+				d.st.setReady("taking the pipeline over")
+			}
+		},
+	})
+	if err != nil {
+		lk.Close()
+		return nil, err
+	}
+	h := &holding{d: d, lk: lk, ls: ls, kept: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(ctx)
+	go func() {
+		defer close(h.kept)
+		h.cancel(ls.Keep(h.ctx))
+	}()
+	d.m.LeaseHeld.Set(1)
+	d.m.LeaseToken.Set(float64(ls.Token()))
+	d.m.LeaseTakeovers.WithLabelValues(ls.How).Inc()
+	if ls.Fence {
+		if err := h.fence(); err != nil {
+			h.end(false)
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// fence stops the previous holder's commits before this daemon commits
+// anything, retrying while the catalog is out.
+func (h *holding) fence() error {
+	backoff := time.Second
+	for {
+		start := time.Now()
+		n, err := h.lk.Fence(h.ctx, h.ls.Token())
+		if err == nil {
+			h.d.log.Info("fenced the pipeline's tables against its previous holder", "tables", n, "token", h.ls.Token(),
+				"previous", h.ls.Previous.Holder.String(), "took", time.Since(start).Round(time.Millisecond).String())
+			return nil
+		}
+		if h.ctx.Err() != nil {
+			return context.Cause(h.ctx)
+		}
+		if !lake.Transient(err) {
+			return fmt.Errorf("fence the tables of pipeline %s against its previous holder %s: %w", h.d.cfg.Pipeline, h.ls.Previous.Holder, err)
+		}
+		h.d.log.Warn("cannot fence the pipeline's tables yet; retrying", "error", err, "in", backoff.String())
+		if !sleep(h.ctx, backoff) {
+			return context.Cause(h.ctx)
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// lost returns why the lease is lost when err (a session's end) or the
+// lease itself says so; nil while it holds.
+func (h *holding) lost(err error) error {
+	if errors.Is(err, lease.ErrLost) {
+		return err
+	}
+	if cause := context.Cause(h.ctx); h.ctx.Err() != nil && errors.Is(cause, lease.ErrLost) {
+		return cause
+	}
+	return nil
+}
+
+// end stops renewing the lease; with release (after the last commit of a
+// clean stop) it gives the lease up so that a standby takes over at once.
+func (h *holding) end(release bool) {
+	h.cancel(context.Canceled)
+	<-h.kept
+	h.d.m.LeaseHeld.Set(0)
+	if release && h.lost(nil) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.ls.Release(ctx); err != nil {
+			h.d.log.Warn("could not release the pipeline's lease; a standby takes over once it expires", "error", err, "ttl", h.d.cfg.Lease.TTL.Duration.String())
+		} else {
+			h.d.log.Info("released the pipeline's lease", "token", h.ls.Token())
+		}
+	}
+	h.lk.Close()
+}

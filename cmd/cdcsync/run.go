@@ -201,7 +201,7 @@ type daemon struct {
 	m     *metrics.Metrics
 	st    *status
 	fault func(string)
-	bar   *statusLine // the terminal's progress line; nil when stderr is not a terminal
+	bar   *statusLine  // the terminal's progress line; nil when stderr is not a terminal
 	self  lease.Holder // this process, as the pipeline's lease names it
 	// values applies the types: policies, on both paths, for the whole
 	// process (it logs the first value it changes per column once).

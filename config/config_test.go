@@ -119,6 +119,9 @@ log:
   format: json
 http:
   listen: "0.0.0.0:9999"
+lease:
+  ttl: 1m
+  wait: false
 memory_limit: 1GiB
 gc_percent: 80
 maintenance:
@@ -177,6 +180,7 @@ var fullWant = Config{
 	Snapshot:    Snapshot{ChunkRows: 10000, Workers: 3},
 	Log:         Log{Level: "debug", Format: "json"},
 	HTTP:        HTTP{Listen: "0.0.0.0:9999"},
+	Lease:       Lease{TTL: Duration{time.Minute}, Wait: false},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
@@ -260,6 +264,7 @@ func TestDefaults(t *testing.T) {
 		Snapshot:  Snapshot{ChunkRows: 20000, Workers: 2},
 		Log:       Log{Level: "info", Format: "text"},
 		HTTP:      HTTP{Listen: "127.0.0.1:9187"},
+		Lease:     Lease{TTL: Duration{DefaultLeaseTTL}, Wait: true},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxManifests: 50},
@@ -478,6 +483,8 @@ func TestValidationErrors(t *testing.T) {
 		{"epoch bytes over the memory limit", "memory_limit: 256MiB\nepoch:\n  max_bytes: 128MiB\n", []string{
 			`line 3: epoch.max_bytes (128MiB) does not fit under memory_limit (256MiB): an epoch fills while the one before it commits, ` +
 				`and writing it takes about as much again; set epoch.max_bytes to at most 85MiB`}},
+		{"short lease", "lease:\n  ttl: 1s\n", []string{`line 2: lease.ttl 1s is too short: a holder renews every third of it, so use at least 3s, e.g. ttl: 30s`}},
+		{"lease wait not a bool", "lease:\n  wait: maybe\n", []string{`lease.wait`}},
 		{"bad listen", "http:\n  listen: 9187\n", []string{`line 2: http.listen "9187" is not an address: write host:port, e.g. 127.0.0.1:9187 or :9187, or off to disable the HTTP server`}},
 		{"bad location scheme", "warehouse:\n  location: gs://b/p\n", []string{`line 2: warehouse.location "gs://b/p" uses the scheme "gs", which cdcsync does not support`}},
 		{"oss without endpoint", "warehouse:\n  location: oss://b/p\n", []string{`warehouse.s3.endpoint is missing: an oss:// location needs the OSS endpoint of the bucket's region`}},

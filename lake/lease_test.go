@@ -180,3 +180,42 @@ func TestFenceStopsTheOlderHolder(t *testing.T) {
 		t.Errorf("commit with an invalid lease: %v, want the lease's error", err)
 	}
 }
+
+// Pipelines that write different tables of one warehouse and catalog work
+// side by side: each has its own lease, and neither's fence touches the
+// other's tables.
+func TestPipelinesSideBySide(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 5), "p", nil)
+	q := openLake(t, kvConfig(t, e.dir, "q"))
+	other := kvSchema()
+	other.ID.Table = "kv2"
+	qt, err := q.EnsureTable(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qt.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, []cdcsync.Row{{int64(1), "q"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := func(pipeline, who string) lease.Options {
+		return lease.Options{Pipeline: pipeline, TTL: time.Minute, Self: holder(who)}
+	}
+	lp, err := lease.Acquire(ctx, e.lk.LeaseStore(), opts("p", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lq, err := lease.Acquire(ctx, q.LeaseStore(), opts("q", "b"))
+	if err != nil {
+		t.Fatalf("pipeline q's lease while p's is held: %v", err)
+	}
+	if lp.Token() != 1 || lq.Token() != 1 {
+		t.Errorf("tokens %d and %d, want 1 each", lp.Token(), lq.Token())
+	}
+	if n, err := q.Fence(ctx, 5); err != nil || n != 1 {
+		t.Fatalf("q fenced %d tables (%v), want its own one", n, err)
+	}
+	// p's table was not fenced by q: p still commits.
+	e.commit(nil, keys(6, 7), "p", nil)
+	e.assertModel(e.tbl.Iceberg())
+}

@@ -95,7 +95,7 @@ func TestConflictRemovesTheAttemptsFiles(t *testing.T) {
 	ctx := context.Background()
 	e := newKV(t, "p")
 	e.churn(2)
-	intruder := e.second("intruder")
+	intruder := e.second("p") // a second daemon of the pipeline, without the lease
 	var theirs []string
 	e.tbl.BeforeCommit = func() {
 		before := e.parquetFiles()
@@ -132,7 +132,7 @@ func TestCommittedSurvivesExternalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another engine expires every snapshot but the newest.
-	other := e.second("maintenance-job")
+	other := e.second("p") // only its Iceberg handle is used
 	tx := other.Iceberg().NewTransaction()
 	if err := tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
 		t.Fatal(err)

@@ -3,15 +3,19 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lease"
 )
 
 // restSecret is the OAuth2 client secret cdcsync is configured with (through
@@ -97,6 +101,14 @@ func TestMirrorRESTCatalog(t *testing.T) {
 	w.run(t, 100)
 	p = e.start()
 	e.waitCaughtUp(p, 2*time.Minute)
+	// The lease lives in the REST catalog too: a second daemon finds the
+	// pipeline held.
+	second := e.startCmd(exec.Command(binary, "run", "--config", e.cfgPath))
+	<-second.waitFor("is held by", time.Minute)
+	if out := second.output(); !strings.Contains(out, fmt.Sprintf("pipeline it-rest is held by %s pid %d", hostname(t), p.cmd.Process.Pid)) {
+		t.Errorf("a second daemon on the REST catalog does not wait for the holder; output:\n%s", out)
+	}
+	second.kill()
 	for _, tbl := range mirroredTables {
 		e.assertMirrors(tbl)
 	}
@@ -104,6 +116,38 @@ func TestMirrorRESTCatalog(t *testing.T) {
 		t.Fatalf("restarted cdcsync exited %d after SIGTERM, want 0; output:\n%s", code, p.output())
 	}
 	restAssertNoSecret(t, "run after restart", p.output())
+	// Daemons that swap the same lease record at once: the REST server
+	// lets exactly one through.
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	results := make(chan error, 6)
+	_, version, err := e.openLake().LeaseStore().Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		store := e.openLake().LeaseStore()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := store.Swap(ctx, version, lease.Record{Holder: lease.Holder{Host: "racer", PID: i, Instance: fmt.Sprint("racer", i)}, Token: 99})
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(results)
+	won := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, lease.ErrContended):
+			t.Errorf("a racing swap through REST: %v", err)
+		}
+	}
+	if won > 1 {
+		t.Errorf("%d racing swaps of one lease version went through the REST catalog, want at most 1", won)
+	}
 	if out := p.output(); strings.Contains(out, "initial copy") || !strings.Contains(out, "streaming the binlog") {
 		t.Errorf("the restarted cdcsync did not resume streaming from its checkpoint without a new copy; output:\n%s", out)
 	}
@@ -129,7 +173,7 @@ func TestMirrorRESTCatalog(t *testing.T) {
 
 	// What an analyst checks in the table metadata, loaded through REST.
 	lk := e.openLake()
-	ctx := context.Background()
+	ctx = context.Background()
 	tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, "items"))
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		stderr = bar
 	}
 	log := newLogger(cfg, stderr)
+	routeLibraryLog(log)
 	tuneMemory(cfg)
 	m := metrics.New()
 	st := &status{}

@@ -308,7 +308,9 @@ func DecodingSyncerConfig(c replication.BinlogSyncerConfig) replication.BinlogSy
 	// copy returns): opaque DATE, DECIMAL and other values would otherwise
 	// come out as different text (json-opaque.binlog in the fixtures).
 	c.RenderJSONAsMySQLText = true
-	c.HeartbeatPeriod = 10 * time.Second
+	// An idle server sends a heartbeat this often: the daemon's lag and
+	// /readyz tell a quiet source from a stream that delivers nothing.
+	c.HeartbeatPeriod = HeartbeatPeriod
 	c.ReadTimeout = 60 * time.Second
 	// Never resume by itself: after a reconnect in file/offset mode the
 	// stream could restart mid-transaction; cdcsync restarts from its own
@@ -699,6 +701,10 @@ func ServerIdentity(ctx context.Context, conn *client.Conn, flavor string) (stri
 	}
 	return res.GetString(0, 0)
 }
+
+// HeartbeatPeriod is how often an idle server sends the binlog stream a
+// heartbeat.
+const HeartbeatPeriod = time.Second
 
 // LagBytes returns how many binlog bytes the server has written after pos:
 // the rest of pos's file plus every later file.

@@ -127,6 +127,29 @@ func (f endpoint) during(t *testing.T, p *proc, d time.Duration, w *workload) []
 	return seen
 }
 
+// metric reads one unlabelled metric from /metrics.
+func (f endpoint) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + string(f) + "/metrics")
+	if err != nil {
+		t.Fatalf("read /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
+}
+
 func anyContains(seen []string, s string) bool {
 	for _, x := range seen {
 		if strings.Contains(x, s) {
@@ -174,6 +197,19 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := f.during(t, p, s.d, w)
+		if s.name == "MySQL down" {
+			// The lag grows while the source is unreachable (issue 16: it
+			// stayed 0 through a 40 s outage).
+			lag, connected := f.metric(t, "cdcsync_replication_lag_seconds"), f.metric(t, "cdcsync_source_connected")
+			t.Logf("after %s without MySQL: lag %.1f s, source connected %v", s.d, lag, connected)
+			if lag < (s.d - 5*time.Second).Seconds() || connected != 0 {
+				t.Errorf("after %s without MySQL the metrics say lag %.1f s and source connected %v; want the lag to have grown with the outage and 0",
+					s.d, lag, connected)
+			}
+			if !anyContains(seen, "503") {
+				t.Errorf("/readyz stayed 200 while MySQL was down: %q", seen)
+			}
+		}
 		if err := s.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -197,8 +233,14 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 	for _, tbl := range mirroredTables {
 		f.assertMirrors(tbl)
 	}
-	// Readiness comes back once the daemon streams again.
+	// Readiness comes back once the daemon streams again, and the lag falls.
 	f.waitReady(t, time.Minute)
+	if lag := f.metric(t, "cdcsync_replication_lag_seconds"); lag > 10 {
+		t.Errorf("lag %.1f s once caught up, want a few seconds", lag)
+	}
+	if c := f.metric(t, "cdcsync_source_connected"); c != 1 {
+		t.Errorf("cdcsync_source_connected %v once streaming again, want 1", c)
+	}
 	out := p.output()
 	for _, want := range []string{"storage or catalog unreachable; retrying until it answers", "the outage is over"} {
 		if !strings.Contains(out, want) {

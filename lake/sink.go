@@ -145,6 +145,7 @@ func (s *Sink) observe(id cdcsync.TableID) {
 	s.m.TableRecords.WithLabelValues(name).Set(float64(st.Records))
 	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
 	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
+	s.m.TableLastCommit.WithLabelValues(name).SetToCurrentTime()
 }
 
 // StartCopy empties a table and starts its copy afresh (merge.CopySink).

@@ -142,6 +142,7 @@ type Pipeline struct {
 	copyEnded  bool          // a copy's last chunk was merged into the open epoch
 	seq        uint64        // transactions read
 	done       chan struct{} // closed when Run returns
+	seen       atomic.Int64  // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -224,6 +225,16 @@ func (p *Pipeline) Lag() time.Duration {
 		return 0
 	}
 	return time.Since(p.pending)
+}
+
+// LastSeen is when the stream last delivered a transaction or a sign of
+// progress (a heartbeat of the idle server, a rotation); zero before the
+// first one.
+func (p *Pipeline) LastSeen() time.Time {
+	if n := p.seen.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Run consumes transactions until txns is closed or ctx is done, committing
@@ -368,6 +379,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if !ok {
 				return finish(nil)
 			}
+			p.seen.Store(time.Now().UnixNano())
 			if t.Progress {
 				// Only chunks of the initial copy wait for positions.
 				if later, err := p.opts.Order.Includes(t.Pos, p.readPos); err == nil && later {
@@ -493,7 +505,7 @@ func (p *Pipeline) applyDDL(ctx context.Context, t *cdcsync.Txn) error {
 				p.stopped[ch.NewID] = true // a rename that could not be applied
 			}
 			if p.m != nil && ch.Kind == cdcsync.ChangeStop {
-				p.m.TablesStopped.Inc()
+				p.m.Stopped(ch.Table.String())
 			}
 		}
 		if err != nil {
@@ -731,7 +743,7 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 			return nil, fmt.Errorf("stop %s, whose share of epoch %d Iceberg refuses (%v): %w", id, epoch, stops[id], err)
 		}
 		if p.m != nil {
-			p.m.TablesStopped.Inc()
+			p.m.Stopped(id.String())
 		}
 	}
 	return ids, nil

@@ -239,6 +239,7 @@ func (s *session) openTables(ctx context.Context) error {
 				s.log.Error("cdcsync does not mirror this table; the other tables go on: "+strings.Join(msgs, "; "), "table", ts.ID.String())
 				s.stopped[ts.ID] = true
 				nstopped++
+				s.stoppedMetric(ts.ID)
 				continue
 			}
 		}
@@ -254,6 +255,7 @@ func (s *session) openTables(ctx context.Context) error {
 				s.log.Warn(t.StoppedMessage(info), "table", ts.ID.String(), "position", info.Position.String())
 			} else {
 				nstopped++
+				s.stoppedMetric(ts.ID)
 				s.log.Error(t.StoppedMessage(info), "table", ts.ID.String(), "position", info.Position.String())
 			}
 			continue
@@ -646,4 +648,10 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+func (s *session) stoppedMetric(id cdcsync.TableID) {
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.TableStopped.WithLabelValues(id.String()).Set(1)
+	}
 }

@@ -29,6 +29,8 @@ type Metrics struct {
 	LagBytes         prometheus.Gauge // server binlog position minus the committed position, same file only
 	ReadLagSeconds   prometheus.Gauge // now minus the commit time of the last transaction read
 	Transactions     prometheus.Counter
+	SourceConnected  prometheus.Gauge // 1 while the binlog stream is read
+	SourceSilence    prometheus.Gauge // seconds since the stream last delivered an event or heartbeat
 
 	// Table health and maintenance, by table. The table gauges are read from
 	// the current snapshot after every commit of the table.
@@ -50,6 +52,9 @@ type Metrics struct {
 	// Schema changes.
 	SchemaChanges *prometheus.CounterVec // schema changes applied, by table, kind and result
 	TablesStopped prometheus.Gauge       // tables cdcsync stopped mirroring (DDL it cannot follow)
+	TableStopped  *prometheus.GaugeVec   // 1 for each table cdcsync stopped mirroring, by table
+	// TableLastCommit is the Unix time of each table's last commit.
+	TableLastCommit *prometheus.GaugeVec
 	// CommitsStalled counts the commits an outage of the warehouse or the
 	// catalog holds up right now; Restarts the pipeline restarts by reason.
 	CommitsStalled prometheus.Gauge
@@ -96,7 +101,13 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 12),
 		}),
 		LagSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cdcsync_replication_lag_seconds", Help: "Seconds between now and the commit time in MySQL of the last transaction committed to Iceberg.",
+			Name: "cdcsync_replication_lag_seconds", Help: "How far the Iceberg tables are behind MySQL: seconds since the oldest transaction read but not yet committed was committed in MySQL; when none waits, seconds since the binlog stream last delivered an event or heartbeat (so it grows while MySQL is unreachable). 0 while this daemon is a standby.",
+		}),
+		SourceConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_source_connected", Help: "1 while the binlog stream of the source is connected and read, else 0.",
+		}),
+		SourceSilence: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_source_silence_seconds", Help: "Seconds since the binlog stream last delivered anything (an idle server sends a heartbeat every second).",
 		}),
 		LagBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_replication_lag_bytes", Help: "Binlog bytes the server has written beyond the last committed position.",
@@ -125,6 +136,12 @@ func New() *Metrics {
 		Restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_restarts_total", Help: "Restarts of the pipeline from its committed position, by reason (source: MySQL connection lost; storage: warehouse or catalog outage; commit: commits kept failing; new_table, schema).",
 		}, []string{"reason"}),
+		TableStopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cdcsync_table_stopped", Help: "1 for a table cdcsync stopped mirroring (the log and `cdcsync tables` say why and how to resume it).",
+		}, []string{"table"}),
+		TableLastCommit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cdcsync_table_last_commit_timestamp_seconds", Help: "Unix time of the table's last commit by this daemon.",
+		}, []string{"table"}),
 		TablesStopped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_tables_stopped", Help: "Selected tables cdcsync stopped mirroring because of a schema change it cannot follow; the log says why and how to resume.",
 		}),
@@ -196,10 +213,16 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.CommitsStalled, m.Restarts, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Stopped records that cdcsync stopped mirroring table.
+func (m *Metrics) Stopped(table string) {
+	m.TablesStopped.Inc()
+	m.TableStopped.WithLabelValues(table).Set(1)
 }

@@ -29,7 +29,7 @@ func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline, lk *lake
 	for {
 		cps := pipe.Copying()
 		slices.SortFunc(cps, func(a, b merge.CopyProgress) int { return strings.Compare(a.Table.String(), b.Table.String()) })
-		d.st.setReady(notReadyReason(d.streaming.Load(), cps, pipe.Stalled(), lk))
+		d.st.setReady(notReadyReason(d.streaming.Load(), pipe.LastSeen(), cps, pipe.Stalled(), lk))
 		d.m.CopyTables.Set(float64(len(cps)))
 		now := time.Now()
 		logNow := now.Sub(lastLog) >= 15*time.Second
@@ -79,7 +79,7 @@ func (d *daemon) watchCopies(ctx context.Context, pipe *merge.Pipeline, lk *lake
 }
 
 // notReadyReason says why the daemon is not ready, or "" when it is.
-func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Stall, lk *lake.Lake) string {
+func notReadyReason(streaming bool, seen time.Time, cps []merge.CopyProgress, stalls []merge.Stall, lk *lake.Lake) string {
 	if since, err, down := lk.Unreachable(); down {
 		return fmt.Sprintf("commits stalled for %s: the warehouse or the catalog does not answer (%v)", time.Since(since).Round(time.Second), err)
 	}
@@ -90,6 +90,9 @@ func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Sta
 			time.Since(st.Since).Round(time.Second), len(stalls), st.What, st.Err)
 	case !streaming:
 		return "connecting to the source"
+	case !seen.IsZero() && time.Since(seen) > silenceLimit:
+		// An idle server sends a heartbeat every second.
+		return fmt.Sprintf("the binlog stream has delivered nothing, not even a heartbeat, for %s", time.Since(seen).Round(time.Second))
 	case len(cps) > 0:
 		names := make([]string, len(cps))
 		for i, cp := range cps {
@@ -99,6 +102,10 @@ func notReadyReason(streaming bool, cps []merge.CopyProgress, stalls []merge.Sta
 	}
 	return ""
 }
+
+// silenceLimit is how long a binlog stream may deliver nothing before
+// /readyz says streaming does not progress.
+const silenceLimit = 30 * time.Second
 
 // copyRate is the copy's rate in this session and the time left at it.
 func copyRate(cp merge.CopyProgress, now time.Time) (float64, time.Duration) {

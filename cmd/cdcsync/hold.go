@@ -56,6 +56,7 @@ func (d *daemon) acquire(ctx context.Context) (*holding, error) {
 		h.cancel(ls.Keep(h.ctx))
 	}()
 	d.m.LeaseHeld.Set(1)
+	d.holding.Store(true)
 	d.m.LeaseToken.Set(float64(ls.Token()))
 	d.m.LeaseTakeovers.WithLabelValues(ls.How).Inc()
 	if ls.Fence {
@@ -111,6 +112,7 @@ func (h *holding) end(release bool) {
 	h.cancel(context.Canceled)
 	<-h.kept
 	h.d.m.LeaseHeld.Set(0)
+	h.d.holding.Store(false)
 	if release && h.lost(nil) == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

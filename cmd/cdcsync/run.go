@@ -85,6 +85,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		// which is retried, and nothing is lost; but it will keep failing.
 		log.Warn(of.String())
 	}
+	go d.watchLag(ctx)
 	backoff := time.Second
 	var held *holding
 	defer func() {
@@ -208,6 +209,7 @@ type daemon struct {
 	// process (it logs the first value it changes per column once).
 	values *capture.ValuePolicy
 
+	holding   atomic.Bool                    // this daemon holds the pipeline's lease
 	streamed  atomic.Bool                    // some session reached streaming
 	streaming atomic.Bool                    // the current session reads the binlog
 	pipe      atomic.Pointer[merge.Pipeline] // the current session's pipeline, for resync requests
@@ -244,7 +246,6 @@ func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 			}
 		},
 		Watch: []func(context.Context, *merge.Pipeline){
-			func(ctx context.Context, p *merge.Pipeline) { d.watchLag(ctx, p) },
 			func(ctx context.Context, p *merge.Pipeline) { d.watchCopies(ctx, p, lk) },
 		},
 		Log:     log,
@@ -285,21 +286,51 @@ func currentGCPercent() int64 {
 	return int64(s[0].Value.Uint64())
 }
 
-// watchLag updates the lag gauges every few seconds.
-func (d *daemon) watchLag(ctx context.Context, pipe *merge.Pipeline) {
-	tick := time.NewTicker(2 * time.Second)
+// watchLag keeps the lag gauges for the life of the process, across
+// sessions: while no session streams (MySQL unreachable, a restart) the
+// lag keeps growing from the last event or heartbeat the stream delivered,
+// instead of freezing at its last value.
+func (d *daemon) watchLag(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	seen := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		d.m.LagSeconds.Set(pipe.Lag().Seconds())
-		if b, err := capture.LagBytes(ctx, &d.cfg.Source, pipe.Committed()); err == nil {
-			d.m.LagBytes.Set(float64(b))
+		pipe := d.pipe.Load()
+		streaming := pipe != nil && d.streaming.Load()
+		d.m.SourceConnected.Set(b2f(streaming))
+		if !d.holding.Load() {
+			d.m.LagSeconds.Set(0) // a standby mirrors nothing
+			seen = time.Now()
+			continue
+		}
+		var pending time.Duration
+		if streaming {
+			if s := pipe.LastSeen(); s.After(seen) {
+				seen = s
+			}
+			pending = pipe.Lag()
+		}
+		silence := time.Since(seen)
+		d.m.SourceSilence.Set(silence.Seconds())
+		d.m.LagSeconds.Set(max(pending, silence).Seconds())
+		if streaming {
+			if b, err := capture.LagBytes(ctx, &d.cfg.Source, pipe.Committed()); err == nil {
+				d.m.LagBytes.Set(float64(b))
+			}
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."

@@ -202,7 +202,7 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 			// stayed 0 through a 40 s outage).
 			lag, connected := f.metric(t, "cdcsync_replication_lag_seconds"), f.metric(t, "cdcsync_source_connected")
 			t.Logf("after %s without MySQL: lag %.1f s, source connected %v", s.d, lag, connected)
-			if lag < (s.d - 5*time.Second).Seconds() || connected != 0 {
+			if lag < (s.d-5*time.Second).Seconds() || connected != 0 {
 				t.Errorf("after %s without MySQL the metrics say lag %.1f s and source connected %v; want the lag to have grown with the outage and 0",
 					s.d, lag, connected)
 			}

@@ -2,9 +2,11 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,13 +86,53 @@ func TestDaemonOperability(t *testing.T) {
 	if strings.Contains(metrics, "cdcsync_epochs_committed_total 0") {
 		t.Errorf("no epoch counted as committed:\n%s", metrics)
 	}
+	for _, want := range []string{"cdcsync_source_connected 1", "cdcsync_lease_held 1", "cdcsync_lease_token 1",
+		`cdcsync_table_last_commit_timestamp_seconds{table="it_ops.t"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// status tells who holds the pipeline and how each table is, from the
+	// catalog and the daemon's endpoint, without the MySQL password.
+	out, code := runCLIEnv(t, []string{"CDCSYNC_TEST_PASSWORD="}, "status", "--config", e.cfgPath)
+	t.Logf("cdcsync status:\n%s", out)
+	for _, want := range []string{
+		fmt.Sprintf("holder:     %s pid %d since", hostname(t), p.cmd.Process.Pid),
+		fmt.Sprintf("daemon:     http://127.0.0.1:%d: ready", port),
+		"source:     connected, lag ",
+		"checkpoint: epoch ",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("status (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^it_ops\.t +it_ops\.t +streaming +\d+ +20\d\d-`).MatchString(out) {
+		t.Errorf("status shows no streaming line for it_ops.t:\n%s", out)
+	}
+	out, code = runCLIEnv(t, []string{"CDCSYNC_TEST_PASSWORD="}, "status", "--config", e.cfgPath, "--json")
+	var st struct {
+		Holder struct{ PID int }
+		Daemon struct {
+			Ready           bool
+			SourceConnected *bool `json:"source_connected"`
+		}
+		Tables []struct{ Table, State string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("status --json (exit %d): %v\n%s", code, err, out)
+	}
+	if st.Holder.PID != p.cmd.Process.Pid || !st.Daemon.Ready || st.Daemon.SourceConnected == nil || !*st.Daemon.SourceConnected ||
+		len(st.Tables) != 1 || st.Tables[0].Table != "it_ops.t" || st.Tables[0].State != "streaming" {
+		t.Errorf("status --json: %+v", st)
+	}
 
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	<-p.done
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit %d after SIGINT, want 0; output:\n%s", code, p.output())
 	}
-	out := p.output()
+	out = p.output()
 	if strings.Contains(out, testenv.ReplPassword) {
 		t.Errorf("the log contains the MySQL password:\n%s", out)
 	}
@@ -108,5 +150,13 @@ func TestDaemonOperability(t *testing.T) {
 	}
 	if lines < 3 || !strings.Contains(out, "epoch committed") || !strings.Contains(out, "stopped cleanly") {
 		t.Errorf("the log lacks the expected records:\n%s", out)
+	}
+
+	// Once the daemon is gone, status says so and shows the released lease.
+	out, code = runCLI(t, "status", "--config", e.cfgPath)
+	for _, want := range []string{"holder:     none (released by", "daemon:     no daemon answers at"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("status after the daemon stopped (exit %d) lacks %q:\n%s", code, want, out)
+		}
 	}
 }

@@ -533,9 +533,24 @@ func fmtRow(ts *cdcsync.TableSchema, r cdcsync.Row) string {
 // runCLI runs a cdcsync subcommand to completion.
 func runCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv runs a cdcsync subcommand to completion with env added to the
+// environment ("NAME=" unsets NAME).
+func runCLIEnv(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = os.Environ()
+	for _, kv := range env {
+		if name, v, _ := strings.Cut(kv, "="); v == "" {
+			cmd.Env = slices.DeleteFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		} else {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	out, _ := cmd.CombinedOutput()
 	return string(out), cmd.ProcessState.ExitCode()
 }

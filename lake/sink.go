@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lease"
@@ -228,14 +230,18 @@ func (s *Sink) forget(id cdcsync.TableID) {
 // StoppedMessage says why a table is not mirrored any more and how to
 // resume it.
 func (l *Lake) StoppedMessage(t *Table, info cdcsync.StopInfo) string {
+	return l.stoppedMessage(t.ID, t.Ident, info)
+}
+
+func (l *Lake) stoppedMessage(id cdcsync.TableID, iceberg table.Identifier, info cdcsync.StopInfo) string {
 	cfg := l.cfg
-	ident := strings.Join(t.Ident, ".")
+	ident := strings.Join(iceberg, ".")
 	if info.Dropped {
 		return fmt.Sprintf("%s was dropped in MySQL at %s; its Iceberg table %s keeps the rows it had then and is no longer mirrored "+
 			"(ddl.drop_table: keep). If a table of that name exists again, drop the Iceberg table %s and restart cdcsync to copy and mirror it",
-			t.ID, info.Position, ident, ident)
+			id, info.Position, ident, ident)
 	}
-	msg := fmt.Sprintf("cdcsync stopped mirroring %s at binlog position %s: %s", t.ID, info.Position, info.Reason)
+	msg := fmt.Sprintf("cdcsync stopped mirroring %s at binlog position %s: %s", id, info.Position, info.Reason)
 	if info.Statement != "" {
 		msg += fmt.Sprintf(" (statement %q)", abbreviate(info.Statement, 300))
 	}
@@ -244,7 +250,7 @@ func (l *Lake) StoppedMessage(t *Table, info cdcsync.StopInfo) string {
 		msg += "change the MySQL table so that cdcsync can map it (or exclude it in source.include), then "
 	}
 	msg += fmt.Sprintf("drop the Iceberg table %s (DROP TABLE in Spark or Trino, or through the catalog) and restart cdcsync, which copies it afresh", ident)
-	if cfg != nil && !info.NoRecopy && cfg.IncompatiblePolicy(t.ID.Database, t.ID.Table) != config.DDLRecopy {
+	if cfg != nil && !info.NoRecopy && cfg.IncompatiblePolicy(id.Database, id.Table) != config.DDLRecopy {
 		msg += "; or set ddl_incompatible: recopy for it under tables: (or ddl.incompatible: recopy) so that cdcsync copies such tables again by itself"
 	}
 	return msg

@@ -22,6 +22,8 @@ const usage = `cdcsync keeps Apache Iceberg tables in step with MySQL/MariaDB ta
 Usage:
   cdcsync run    --config FILE            run the daemon: stream every change, copying existing rows meanwhile
   cdcsync check  --config FILE            check the source server, the tables, the catalog and the warehouse
+  cdcsync status --config FILE [--json]   who holds the pipeline, what the running daemon reports (ready,
+                                          source connected, lag) and each table's state and last commit
   cdcsync tables --config FILE            list the Iceberg tables and their committed binlog positions
   cdcsync cat    --config FILE DB.TABLE [--limit N]
                                           print the rows of a mirrored table, read through Iceberg
@@ -74,6 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return withConfig(cmd, rest, 0, withPassword(func(cfg *config.Config, _ *flag.FlagSet) error { return runDaemon(ctx, cfg, stderr) }))
 	case "check":
 		return withConfig(cmd, rest, 0, withPassword(func(cfg *config.Config, _ *flag.FlagSet) error { return runCheck(ctx, cfg, stdout, stderr) }))
+	case "status":
+		var asJSON bool
+		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runStatus(ctx, cfg, asJSON, stdout, stderr) },
+			func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") })
 	case "tables":
 		return withConfig(cmd, rest, 0, func(cfg *config.Config, _ *flag.FlagSet) error { return runTables(ctx, cfg, stdout, stderr) })
 	case "cat":

@@ -692,7 +692,11 @@ func (p *pfRun) checkTables() ([]*cdcsync.TableSchema, error) {
 		if len(dbs) > 0 {
 			dbText = "the databases the user sees are " + pfList(dbs, 8)
 		}
-		p.fail("tables", "source.include selects no table on %s: %s; %s; fix the patterns (\"db.table\" with * and ? wildcards, e.g. \"shop.*\")%s",
+		// Not a failure: a mirror is often started before the application
+		// creates its tables, and a table created later that the patterns
+		// select is picked up (its CREATE TABLE restarts the session).
+		p.warn("tables", "source.include selects no table on %s yet: %s; %s; cdcsync mirrors the tables it selects as they are created; "+
+			"if that is not what you expect, fix the patterns (\"db.table\" with * and ? wildcards, e.g. \"shop.*\")%s",
 			p.addr, why, dbText, p.invisibleHint(unmatched))
 		p.checkSelect()
 		return nil, nil

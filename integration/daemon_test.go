@@ -160,3 +160,24 @@ func TestDaemonOperability(t *testing.T) {
 		}
 	}
 }
+
+// TestStartBeforeTheTablesExist starts a new pipeline whose include
+// patterns select no table yet, as a user does who starts the mirror before
+// the application creates its schema: run warns and streams, and picks the
+// tables up as they are created (issue 16: it refused to start).
+func TestStartBeforeTheTablesExist(t *testing.T) {
+	e := newEnv(t, "it_late", envOptions{})
+	p := e.start()
+	<-p.waitFor("streaming the binlog", time.Minute)
+	if out := p.output(); !strings.Contains(out, "selects no table on") || !strings.Contains(out, "as they are created") || p.exited() {
+		t.Fatalf("run without tables did not warn and stream; output:\n%s", out)
+	}
+	mustExec(t, "CREATE TABLE it_late.orders (id INT PRIMARY KEY, v VARCHAR(20))")
+	mustExec(t, "INSERT INTO it_late.orders VALUES (1, 'a'), (2, 'b')")
+	mustExec(t, "UPDATE it_late.orders SET v = 'c' WHERE id = 2")
+	e.waitCaughtUp(p, time.Minute)
+	e.assertMirrors("orders")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+}

@@ -171,6 +171,7 @@ func (c *Config) Validate() error {
 			p.add("http.listen", "http.listen %q is not an address: write host:port, e.g. 127.0.0.1:9187 or :9187, or off to disable the HTTP server", l)
 		}
 	}
+	p.admin()
 	return errors.Join(p.errs...)
 }
 
@@ -268,6 +269,10 @@ func (p *problems) tildes() {
 		{"source.tls.key_file", c.Source.TLS.KeyFile},
 		{"warehouse.location", c.Warehouse.Location},
 		{"warehouse.s3.ca_file", c.Warehouse.S3.CAFile},
+		{"admin.token_file", c.Admin.TokenFile},
+	}
+	if c.Admin.Network() == "unix" {
+		paths = append(paths, struct{ key, v string }{"admin.listen", c.Admin.Listen})
 	}
 	if c.Catalog.Type == CatalogSQL && c.Catalog.SQL.Driver == DriverSQLite {
 		paths = append(paths, struct{ key, v string }{"catalog.sql.dsn", c.Catalog.SQL.DSN.Value()})

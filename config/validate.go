@@ -245,6 +245,15 @@ func (p *problems) source() {
 			p.add("source.tls.cert_file", "source.tls.cert_file is set without source.tls.key_file: a client certificate needs its private key; set both or neither")
 		}
 	}
+	// A CA file or a server name the mode does not check would look like a
+	// verification that does not happen.
+	if (t.Mode == TLSPreferred || t.Mode == TLSRequired) && t.CAFile != "" {
+		p.add("source.tls.ca_file", "source.tls.ca_file is set but tls mode %s does not check the server's certificate (it only encrypts, like the mysql client's --ssl-mode=%s): "+
+			"set mode: verify-ca (the certificate must be signed by ca_file) or verify-full (and name the host), or remove ca_file", t.Mode, strings.ToUpper(t.Mode))
+	}
+	if t.ServerName != "" && (t.Mode == TLSPreferred || t.Mode == TLSRequired || t.Mode == TLSVerifyCA) {
+		p.add("source.tls.server_name", "source.tls.server_name is set but only tls mode verify-full checks the name in the server's certificate (the mode is %s): set mode: verify-full, or remove server_name", t.Mode)
+	}
 	if t.Mode == TLSDisabled {
 		var set []string
 		for _, f := range []struct{ key, v string }{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {

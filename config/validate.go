@@ -302,7 +302,7 @@ func (p *problems) warehouse() {
 	if s3.Endpoint != "" {
 		u, err := url.Parse(s3.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint %q is not an http(s) URL: include the scheme, e.g. http://127.0.0.1:9000 for MinIO or https://oss-cn-hangzhou.aliyuncs.com for OSS", redactURL(s3.Endpoint))
+			p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint %q is not an http(s) URL: include the scheme, e.g. http://127.0.0.1:9000 for MinIO or https://oss-cn-hangzhou.aliyuncs.com for OSS", RedactURL(s3.Endpoint))
 		}
 	} else if w.scheme() == "oss" {
 		p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint is missing: an oss:// location needs the OSS endpoint of the bucket's region, e.g. endpoint: https://oss-cn-hangzhou.aliyuncs.com")
@@ -322,8 +322,9 @@ func (p *problems) warehouse() {
 	}
 }
 
-// redactURL drops user information from a URL before it is shown.
-func redactURL(s string) string {
+// RedactURL drops the user information (a user name and password) from a
+// URL before it is shown.
+func RedactURL(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		u.User = url.User("redacted")
 		return u.String()
@@ -365,7 +366,7 @@ func (p *problems) catalog() {
 		if strings.TrimSpace(r.URI) == "" {
 			p.add("catalog.rest.uri", "catalog.rest.uri %s: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181", p.absent("catalog.rest.uri", "empty"))
 		} else if u, err := url.Parse(r.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add("catalog.rest.uri", "catalog.rest.uri %q is not an http(s) URL: write e.g. uri: http://127.0.0.1:8181", redactURL(r.URI))
+			p.add("catalog.rest.uri", "catalog.rest.uri %q is not an http(s) URL: write e.g. uri: http://127.0.0.1:8181", RedactURL(r.URI))
 		}
 	}
 }

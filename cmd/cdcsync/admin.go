@@ -81,10 +81,11 @@ func (s *adminServer) Close() {
 		return
 	}
 	s.closed.Do(func() {
-		s.srv.Close()
+		// The socket first: it stops making the socket again.
 		if s.sock != nil {
 			s.sock.close()
 		}
+		s.srv.Close()
 	})
 }
 

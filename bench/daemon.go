@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +30,9 @@ type daemon struct {
 	started time.Time
 	logPath string
 	httpURL string
+	// admin talks to the daemon's admin socket, where the profiles are
+	// (admin.pprof: true with --pprof).
+	admin   *http.Client
 	done    chan struct{}
 	waitErr error
 
@@ -50,7 +54,12 @@ func startDaemon(bin, cfgPath, logPath, httpAddr string) (*daemon, error) {
 	cmd := exec.Command(bin, "run", "--config", cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	d := &daemon{cmd: cmd, logPath: logPath, httpURL: "http://" + httpAddr, done: make(chan struct{}), stop: make(chan struct{})}
+	sock := adminSocket(cfgPath)
+	admin := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	d := &daemon{cmd: cmd, logPath: logPath, httpURL: "http://" + httpAddr, admin: admin, done: make(chan struct{}), stop: make(chan struct{})}
 	d.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -290,8 +299,17 @@ func logfmt(line string) map[string]string {
 	return kv
 }
 
+// adminSocket is the admin socket of the daemon of the configuration at
+// cfgPath: admin.listen in the harness's configurations, next to them.
+func adminSocket(cfgPath string) string {
+	return filepath.Join(filepath.Dir(cfgPath), "admin.sock")
+}
+
+// adminURL is the URL of path on the admin socket.
+const adminURL = "http://cdcsync"
+
 // profiler collects a CPU profile (and, at the end, the allocation
-// profile) of the daemon into dir.
+// profile) of the daemon into dir, from the admin socket.
 type profiler struct {
 	d    *daemon
 	dir  string
@@ -306,19 +324,19 @@ func (d *daemon) startProfile(dir, name string, seconds int) *profiler {
 			p.done <- err
 			return
 		}
-		p.done <- fetch(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", d.httpURL, seconds), filepath.Join(dir, name+".cpu.pprof"))
+		p.done <- fetch(d.admin, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", adminURL, seconds), filepath.Join(dir, name+".cpu.pprof"))
 	}()
 	return p
 }
 
 // finish saves the allocation profile now and waits for the CPU profile.
 func (p *profiler) finish() error {
-	err := fetch(p.d.httpURL+"/debug/pprof/allocs", filepath.Join(p.dir, p.name+".allocs.pprof"))
+	err := fetch(p.d.admin, adminURL+"/debug/pprof/allocs", filepath.Join(p.dir, p.name+".allocs.pprof"))
 	return errors.Join(err, <-p.done)
 }
 
-func fetch(url, path string) error {
-	resp, err := http.Get(url)
+func fetch(c *http.Client, url, path string) error {
+	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@
 //	go run ./bench                       # full run, about 7 to 11 minutes
 //	go run ./bench --quick               # smoke run: 100k rows/changes, 15 s per rate
 //	go run ./bench --out bench.md        # also write the summary (and bench.json)
-//	go run ./bench --pprof /tmp/prof     # also profile the daemon (timings are perturbed)
+//	go run ./bench --pprof /tmp/prof     # also profile the daemon, through its admin socket (timings are perturbed)
 //	go run ./bench --partition "day(created_at), bucket(8, id)"
 //	                                     # two runs, unpartitioned then partitioned, compared
 package main
@@ -388,8 +388,12 @@ catalog:
     dsn: %s
 %s%shttp:
   listen: %s
+admin:
+  listen: %s
+  pprof: %t
 %s
-`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, tablesYAML, httpAddr, o.extraConfig)
+`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, tablesYAML, httpAddr,
+		adminSocket(cfgPath), o.pprofDir != "", o.extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfgYAML), 0o600); err != nil {
 		return nil, err
 	}

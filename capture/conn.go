@@ -32,23 +32,33 @@ const DefaultConnectTimeout = 10 * time.Second
 // utf8mb4_general_ci (id 45) exists on every MySQL and MariaDB version.
 const connCollation = "utf8mb4_general_ci"
 
-// TLSConfig builds the TLS configuration for src.TLS. It returns nil, nil
-// when TLS is disabled. Modes:
+// TLSConfig builds the TLS configuration for src.TLS, used by every
+// connection to the server: queries, the chunks of the initial copy and
+// the binlog stream. It returns nil, nil when TLS is disabled. Modes, as
+// the mysql client's --ssl-mode:
 //
-//   - preferred: TLS when the server offers it (Connect falls back to a
-//     plain connection otherwise), certificate not verified;
-//   - required: TLS, certificate not verified;
-//   - verify-ca: TLS, the certificate chain must lead to ca_file, the host
-//     name is not checked;
-//   - verify-full: like verify-ca and the certificate must name server_name
-//     (default: source.host).
+//   - preferred (PREFERRED): TLS when the server offers it (Connect and
+//     Stream fall back to plaintext otherwise), certificate not verified;
+//   - required (REQUIRED): TLS or no connection, certificate not verified;
+//   - verify-ca (VERIFY_CA): TLS, the certificate chain must lead to
+//     ca_file, the host name is not checked;
+//   - verify-full (VERIFY_IDENTITY): like verify-ca and the certificate
+//     must name server_name (default: source.host).
 //
-// cert_file and key_file, when set, are the client certificate.
+// A ca_file with preferred or required, or a server_name with another mode
+// than verify-full, is refused: it would look like a check that does not
+// happen. cert_file and key_file, when set, are the client certificate.
 func TLSConfig(src *config.Source) (*tls.Config, error) {
 	t := src.TLS
 	mode := strings.ToLower(strings.TrimSpace(t.Mode))
 	if mode == "" || mode == config.TLSDisabled {
 		return nil, nil
+	}
+	if (mode == config.TLSPreferred || mode == config.TLSRequired) && t.CAFile != "" {
+		return nil, fmt.Errorf("source.tls.ca_file is set but source.tls.mode %s does not check the server's certificate: set mode verify-ca or verify-full to check it against ca_file, or remove ca_file", mode)
+	}
+	if t.ServerName != "" && mode != config.TLSVerifyFull {
+		return nil, fmt.Errorf("source.tls.server_name is set but source.tls.mode %s does not check the name in the server's certificate: set mode verify-full, or remove server_name", mode)
 	}
 	cfg := &tls.Config{}
 	switch mode {
@@ -260,6 +270,11 @@ func connExplain(ctx context.Context, src *config.Source, addr, password string,
 		switch myErr.Code {
 		case mysql.ER_ACCESS_DENIED_ERROR, 1698 /* ER_ACCESS_DENIED_NO_PASSWORD_ERROR */ :
 			msg = fmt.Sprintf("%s: access denied (%s): the password is wrong or the account does not exist for this client host; check source.user and source.password (or source.password_file), and that the account '%s'@'<this host>' or '%s'@'%%' exists", who, lib(myErr.Message), src.User, src.User)
+			if m := strings.ToLower(strings.TrimSpace(src.TLS.Mode)); m == "" || m == config.TLSDisabled {
+				// The server refuses an account that requires TLS the same
+				// way over a plaintext connection.
+				msg += "; an account created with REQUIRE SSL (or X509) is refused this way too over a plaintext connection: then set source.tls.mode (e.g. verify-full with ca_file)"
+			}
 		case mysql.ER_HOST_NOT_PRIVILEGED:
 			msg = fmt.Sprintf("%s: the server does not let this host connect (%s): create the account for this client host, e.g. CREATE USER '%s'@'%%' ...", who, lib(myErr.Message), src.User)
 		case mysql.ER_HOST_IS_BLOCKED:

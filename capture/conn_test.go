@@ -31,7 +31,11 @@ func TestTLSConfig(t *testing.T) {
 	dir := t.TempDir()
 	pki := connNewPKI(t, dir)
 	src := func(mode string) *config.Source {
-		return &config.Source{Host: "db.example.com", Port: 3306, User: "u", TLS: config.TLS{Mode: mode, CAFile: pki.CA}}
+		s := &config.Source{Host: "db.example.com", Port: 3306, User: "u", TLS: config.TLS{Mode: mode}}
+		if strings.HasPrefix(mode, "verify") {
+			s.TLS.CAFile = pki.CA
+		}
+		return s
 	}
 	for _, mode := range []string{"", "disabled"} {
 		cfg, err := TLSConfig(src(mode))
@@ -94,6 +98,21 @@ func TestTLSConfig(t *testing.T) {
 	}
 	if _, err := TLSConfig(src("sometimes")); err == nil || !strings.Contains(err.Error(), "verify-full") {
 		t.Errorf("bad mode: %v", err)
+	}
+	// What a mode would not check is refused rather than ignored.
+	for _, mode := range []string{"preferred", "required"} {
+		s = src(mode)
+		s.TLS.CAFile = pki.CA
+		if _, err := TLSConfig(s); err == nil || !strings.Contains(err.Error(), "does not check the server's certificate") {
+			t.Errorf("%s with ca_file: %v", mode, err)
+		}
+	}
+	for _, mode := range []string{"preferred", "required", "verify-ca"} {
+		s = src(mode)
+		s.TLS.ServerName = "db"
+		if _, err := TLSConfig(s); err == nil || !strings.Contains(err.Error(), "server_name") {
+			t.Errorf("%s with server_name: %v", mode, err)
+		}
 	}
 }
 

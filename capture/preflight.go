@@ -17,7 +17,7 @@ import (
 
 // Finding is the result of one preflight check.
 type Finding struct {
-	// Check is a short id: "version", "binlog", "binlog_format",
+	// Check is a short id: "version", "tls", "binlog", "binlog_format",
 	// "binlog_row_image", "binlog_row_metadata", "binlog_row_value_options",
 	// "privileges", "server_id", "tables", "primary_key", "column_types",
 	// "gtid".
@@ -130,6 +130,7 @@ func Preflight(ctx context.Context, conn *client.Conn, src *config.Source) ([]Fi
 		return nil, nil, err
 	}
 	p.checkVersion()
+	p.checkTLS()
 	p.checkBinlog()
 	p.checkServerID()
 	p.checkGTID()
@@ -191,6 +192,24 @@ func pfGlobalVars(ctx context.Context, conn *client.Conn) (map[string]string, er
 		vars[strings.ToLower(connText(row[0]))] = connText(row[1])
 	}
 	return vars, nil
+}
+
+// checkTLS says how the connection is encrypted and what of the server's
+// certificate was verified; a plaintext or unverified connection is a
+// warning. The chunks of the initial copy connect the same way; the binlog
+// connection too (ProbeBinlog reports it).
+func (p *pfRun) checkTLS() {
+	st, err := ReadTLSState(p.ctx, p.conn)
+	if err != nil {
+		p.warn("tls", "cannot tell whether the connection is encrypted: %v", err)
+		return
+	}
+	msg, warn := DescribeTLS(p.src, st)
+	if warn {
+		p.warn("tls", "queries and the initial copy: %s", msg)
+		return
+	}
+	p.ok("tls", "queries and the initial copy: %s", msg)
 }
 
 func (p *pfRun) checkVersion() {

@@ -562,7 +562,10 @@ func rdbConnectTests(t *testing.T, db *testenv.MariaDB, pki connTestPKI) {
 	}
 	tlsSrc := func(mode string) *config.Source {
 		s := rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword)
-		s.TLS = config.TLS{Mode: mode, CAFile: pki.CA}
+		s.TLS = config.TLS{Mode: mode}
+		if strings.HasPrefix(mode, "verify") {
+			s.TLS.CAFile = pki.CA
+		}
 		return s
 	}
 	for _, mode := range []string{"preferred", "required", "verify-ca", "verify-full"} {

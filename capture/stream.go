@@ -104,23 +104,10 @@ var ErrNewTable = errors.New("a new table matches the include patterns")
 // of the server (a purged binlog, a refused account), it returns the
 // error, wrapping ErrDisconnected.
 func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) error {
-	pw, err := cfg.Source.ResolvePassword()
+	syncCfg, err := binlogSyncerConfig(cfg.Source, cfg.Flavor)
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := TLSConfig(cfg.Source)
-	if err != nil {
-		return err
-	}
-	syncCfg := DecodingSyncerConfig(replication.BinlogSyncerConfig{
-		ServerID:  cfg.Source.ServerID,
-		Flavor:    cfg.Flavor,
-		Host:      cfg.Source.Host,
-		Port:      uint16(cfg.Source.Port),
-		User:      cfg.Source.User,
-		Password:  pw,
-		TLSConfig: tlsCfg,
-	})
 	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
 	r.initTracking()
 	failed, streamed := 0, false
@@ -133,12 +120,9 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		if !errors.As(err, &lost) {
 			return err
 		}
-		if syncCfg.TLSConfig != nil && tlsPreferred(cfg.Source) && connNoServerTLS(lost.err) {
-			// source.tls.mode: preferred falls back to a plain connection
-			// when the server has no TLS, like Connect does for queries.
+		if plainFallback(cfg.Source, &syncCfg, lost.err) {
 			cfg.logf("the server does not offer TLS; the binlog connection is plain (source.tls.mode: preferred)",
 				"source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port))
-			syncCfg.TLSConfig = nil
 			continue
 		}
 		if positionLost(lost.err) {
@@ -155,7 +139,11 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 		// (a stopped server, a wrong password): the session knows whether
 		// it ever streamed.
 		if !streamed || failed > reconnectAttempts || !reconnectable(lost.err) {
-			return fmt.Errorf("%w: %s %s:%d at %s: %w", ErrDisconnected, lost.what, cfg.Source.Host, cfg.Source.Port, r.position(), lost.err)
+			err := lost.err
+			if lost.what == whatStart {
+				err = explainBinlogStart(cfg.Source, syncCfg.Password, err)
+			}
+			return fmt.Errorf("%w: %s %s:%d at %s: %w", ErrDisconnected, lost.what, cfg.Source.Host, cfg.Source.Port, r.position(), err)
 		}
 		// The open transaction is read again whole from its start.
 		r.txn, r.inTxn, r.xa = nil, false, nil
@@ -193,9 +181,13 @@ func reconnectBackoff(n int) time.Duration {
 // lostConnection is a failure of the binlog connection itself, as opposed
 // to an event cdcsync cannot apply.
 type lostConnection struct {
-	what string // "start reading the binlog of" or "read the binlog of"
+	what string // whatStart or "read the binlog of"
 	err  error
 }
+
+// whatStart is the lostConnection of a binlog connection that did not
+// start: connecting, logging in, registering as a replica.
+const whatStart = "start reading the binlog of"
 
 func (e *lostConnection) Error() string { return e.what + ": " + e.err.Error() }
 func (e *lostConnection) Unwrap() error { return e.err }
@@ -265,7 +257,7 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 		streamer, err = syncer.StartSync(mysql.Position{Name: r.file, Pos: r.pos})
 	}
 	if err != nil {
-		return false, false, &lostConnection{what: "start reading the binlog of", err: err}
+		return false, false, &lostConnection{what: whatStart, err: err}
 	}
 	for {
 		ev, err := streamer.GetEvent(ctx)
@@ -292,6 +284,42 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 			}
 		}
 	}
+}
+
+// binlogSyncerConfig is the configuration of every binlog connection
+// (Stream, ProbeBinlog): src's account, with the TLS of the query
+// connections (TLSConfig, so every tls mode verifies the same on both),
+// and DecodingSyncerConfig's decoding options.
+func binlogSyncerConfig(src *config.Source, flavor string) (replication.BinlogSyncerConfig, error) {
+	pw, err := src.ResolvePassword()
+	if err != nil {
+		return replication.BinlogSyncerConfig{}, err
+	}
+	tlsCfg, err := TLSConfig(src)
+	if err != nil {
+		return replication.BinlogSyncerConfig{}, err
+	}
+	return DecodingSyncerConfig(replication.BinlogSyncerConfig{
+		ServerID:  src.ServerID,
+		Flavor:    flavor,
+		Host:      src.Host,
+		Port:      uint16(src.Port),
+		User:      src.User,
+		Password:  pw,
+		TLSConfig: tlsCfg,
+	}), nil
+}
+
+// plainFallback says whether a binlog connection that failed with err is
+// to be opened again without TLS, and then drops TLS from syncCfg:
+// source.tls.mode preferred against a server that has no TLS connects in
+// plaintext, like Connect does for queries.
+func plainFallback(src *config.Source, syncCfg *replication.BinlogSyncerConfig, err error) bool {
+	if syncCfg.TLSConfig == nil || !tlsPreferred(src) || !connNoServerTLS(err) {
+		return false
+	}
+	syncCfg.TLSConfig = nil
+	return true
 }
 
 // DecodingSyncerConfig completes a BinlogSyncerConfig that names the server

@@ -39,6 +39,7 @@ type Config struct {
 	Log       Log         `yaml:"log"`
 	HTTP      HTTP        `yaml:"http"`
 	Lease     Lease       `yaml:"lease"`
+	Admin     Admin       `yaml:"admin"`
 
 	Maintenance Maintenance `yaml:"maintenance"`
 	DDL         DDL         `yaml:"ddl"`
@@ -198,7 +199,7 @@ type Log struct {
 
 // HTTP configures the metrics and health endpoint.
 type HTTP struct {
-	Listen string `yaml:"listen"` // default "127.0.0.1:9187"; serves /metrics, /healthz, /readyz; "off" disables
+	Listen string `yaml:"listen"` // default "127.0.0.1:9187"; serves the read-only /metrics, /healthz, /readyz; "off" disables
 }
 
 // Maintenance configures the table maintenance cdcsync runs in process,
@@ -350,8 +351,10 @@ func parse(data []byte, source, baseDir string, lookup func(string) (string, boo
 		return nil, err
 	}
 	c.meta = &meta{source: source, lines: d.lines, set: d.set}
-	c.Source.passwordErr = d.passwordErr
+	c.Source.passwordErr = d.deferred["source.password"]
+	c.Admin.tokenErr = d.deferred["admin.token"]
 	c.applyDefaults()
+	c.applyAdminDefaults(lookup)
 	if baseDir != "" {
 		c.resolvePaths(baseDir)
 	}
@@ -494,6 +497,10 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Source.TLS.CertFile)
 	abs(&c.Source.TLS.KeyFile)
 	abs(&c.Warehouse.S3.CAFile)
+	abs(&c.Admin.TokenFile)
+	if c.Admin.Network() == "unix" {
+		abs(&c.Admin.Listen)
+	}
 }
 
 // isSQLitePath reports whether a sqlite DSN is a plain file path (not a

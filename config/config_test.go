@@ -122,6 +122,10 @@ http:
 lease:
   ttl: 1m
   wait: false
+admin:
+  listen: 127.0.0.1:9998
+  token: admin-token-secret-value
+  pprof: true
 memory_limit: 1GiB
 gc_percent: 80
 maintenance:
@@ -181,6 +185,7 @@ var fullWant = Config{
 	Log:         Log{Level: "debug", Format: "json"},
 	HTTP:        HTTP{Listen: "0.0.0.0:9999"},
 	Lease:       Lease{TTL: Duration{time.Minute}, Wait: false},
+	Admin:       Admin{Listen: "127.0.0.1:9998", Token: "admin-token-secret-value", PProf: true},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
@@ -194,7 +199,7 @@ var fullWant = Config{
 }
 
 // secrets are the secret values of the full config.
-var secrets = []string{"hunter2-secret", "s3-secret-value", "s3-session-token", "pg-secret", "rest-credential-secret", "rest-token-secret"}
+var secrets = []string{"hunter2-secret", "s3-secret-value", "s3-session-token", "pg-secret", "rest-credential-secret", "rest-token-secret", "admin-token-secret-value"}
 
 func stripMeta(c *Config) Config {
 	v := *c
@@ -213,7 +218,7 @@ func TestFullConfig(t *testing.T) {
 		info := infoOf(rt)
 		for _, key := range info.names {
 			p := joinPath(prefix, key)
-			if p != "source.password_file" && !c.explicit(p) && !c.explicit(p+"[0]") && !c.explicit(strings.Replace(p, "tables.", "tables[0].", 1)) {
+			if p != "source.password_file" && p != "admin.token_file" && !c.explicit(p) && !c.explicit(p+"[0]") && !c.explicit(strings.Replace(p, "tables.", "tables[0].", 1)) {
 				t.Errorf("the full test config does not set %s", p)
 			}
 			ft := rt.Field(info.index[key]).Type
@@ -247,6 +252,7 @@ func TestFullConfig(t *testing.T) {
 	want.Catalog.SQL.DSN = placeholder
 	want.Catalog.REST.Credential = placeholder
 	want.Catalog.REST.Token = placeholder
+	want.Admin.Token = placeholder
 	if got := stripMeta(c2); !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip through yaml.Marshal changed the config:\n got %#v\nwant %#v\nyaml:\n%s", got, want, out)
 	}
@@ -254,6 +260,7 @@ func TestFullConfig(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := parseOK(t, minimal)
+	sockets := AdminSocketPaths("cdcsync", os.LookupEnv)
 	want := Config{
 		Pipeline: "cdcsync",
 		Source: Source{Host: "127.0.0.1", Port: 3306, User: "cdcsync", ServerID: 4242, Include: []string{"shop.*"},
@@ -265,6 +272,7 @@ func TestDefaults(t *testing.T) {
 		Log:       Log{Level: "info", Format: "text"},
 		HTTP:      HTTP{Listen: "127.0.0.1:9187"},
 		Lease:     Lease{TTL: Duration{DefaultLeaseTTL}, Wait: true},
+		Admin:     Admin{Listen: sockets[0], sockets: sockets},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxManifests: 50},

@@ -37,14 +37,19 @@ type decoder struct {
 	lines  map[string]int
 	set    map[string]bool
 	errs   []error
-	// passwordErr is an unset variable in source.password: only the
-	// commands that connect to MySQL report it (Source.ResolvePassword),
-	// so that tables and cat work without the password.
-	passwordErr error
+	// deferred holds, per key, an unset variable in source.password or
+	// admin.token: only the commands that use the value report it
+	// (Source.ResolvePassword, Admin.ResolveToken), so that tables and cat
+	// work without them.
+	deferred map[string]error
 }
 
+// deferredKeys are the keys whose unset variables are reported by the
+// commands that use them rather than when the file loads.
+var deferredKeys = map[string]bool{"source.password": true, "admin.token": true}
+
 func newDecoder(source string, lookup func(string) (string, bool)) *decoder {
-	return &decoder{source: source, lookup: lookup, lines: map[string]int{}, set: map[string]bool{}}
+	return &decoder{source: source, lookup: lookup, lines: map[string]int{}, set: map[string]bool{}, deferred: map[string]error{}}
 }
 
 func (d *decoder) errorf(line int, format string, args ...any) {
@@ -547,8 +552,8 @@ func (d *decoder) expand(n *yaml.Node, path string) (out string, fromEnv, ok boo
 		if !isSet || (hasDef && val == "") {
 			if !hasDef {
 				msg := fmt.Sprintf("%s: environment variable %s is not set: export it before starting cdcsync, or give a default with ${%s:-value}", path, name, name)
-				if path == "source.password" {
-					d.passwordErr = errors.Join(d.passwordErr, located(d.source, n.Line, msg))
+				if deferredKeys[path] {
+					d.deferred[path] = errors.Join(d.deferred[path], located(d.source, n.Line, msg))
 					continue
 				}
 				d.errorf(n.Line, "%s", msg)
@@ -563,7 +568,7 @@ func (d *decoder) expand(n *yaml.Node, path string) (out string, fromEnv, ok boo
 	if !ok {
 		return "", false, false
 	}
-	if path == "source.password" && d.passwordErr != nil {
+	if deferredKeys[path] && d.deferred[path] != nil {
 		return "", false, true
 	}
 	return b.String(), fromEnv, true

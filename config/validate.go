@@ -174,6 +174,7 @@ func (c *Config) Validate() error {
 	if c.Lease.TTL.Duration < MinLeaseTTL {
 		p.add("lease.ttl", "lease.ttl %s is too short: a holder renews every third of it, so use at least %s, e.g. ttl: 30s", c.Lease.TTL.Duration, MinLeaseTTL)
 	}
+	p.admin()
 	return errors.Join(p.errs...)
 }
 
@@ -247,6 +248,15 @@ func (p *problems) source() {
 			p.add("source.tls.cert_file", "source.tls.cert_file is set without source.tls.key_file: a client certificate needs its private key; set both or neither")
 		}
 	}
+	// A CA file or a server name the mode does not check would look like a
+	// verification that does not happen.
+	if (t.Mode == TLSPreferred || t.Mode == TLSRequired) && t.CAFile != "" {
+		p.add("source.tls.ca_file", "source.tls.ca_file is set but tls mode %s does not check the server's certificate (it only encrypts, like the mysql client's --ssl-mode=%s): "+
+			"set mode: verify-ca (the certificate must be signed by ca_file) or verify-full (and name the host), or remove ca_file", t.Mode, strings.ToUpper(t.Mode))
+	}
+	if t.ServerName != "" && (t.Mode == TLSPreferred || t.Mode == TLSRequired || t.Mode == TLSVerifyCA) {
+		p.add("source.tls.server_name", "source.tls.server_name is set but only tls mode verify-full checks the name in the server's certificate (the mode is %s): set mode: verify-full, or remove server_name", t.Mode)
+	}
 	if t.Mode == TLSDisabled {
 		var set []string
 		for _, f := range []struct{ key, v string }{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {
@@ -271,6 +281,10 @@ func (p *problems) tildes() {
 		{"source.tls.key_file", c.Source.TLS.KeyFile},
 		{"warehouse.location", c.Warehouse.Location},
 		{"warehouse.s3.ca_file", c.Warehouse.S3.CAFile},
+		{"admin.token_file", c.Admin.TokenFile},
+	}
+	if c.Admin.Network() == "unix" {
+		paths = append(paths, struct{ key, v string }{"admin.listen", c.Admin.Listen})
 	}
 	if c.Catalog.Type == CatalogSQL && c.Catalog.SQL.Driver == DriverSQLite {
 		paths = append(paths, struct{ key, v string }{"catalog.sql.dsn", c.Catalog.SQL.DSN.Value()})
@@ -291,7 +305,7 @@ func (p *problems) warehouse() {
 	if s3.Endpoint != "" {
 		u, err := url.Parse(s3.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint %q is not an http(s) URL: include the scheme, e.g. http://127.0.0.1:9000 for MinIO or https://oss-cn-hangzhou.aliyuncs.com for OSS", redactURL(s3.Endpoint))
+			p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint %q is not an http(s) URL: include the scheme, e.g. http://127.0.0.1:9000 for MinIO or https://oss-cn-hangzhou.aliyuncs.com for OSS", RedactURL(s3.Endpoint))
 		}
 	} else if w.scheme() == "oss" {
 		p.add("warehouse.s3.endpoint", "warehouse.s3.endpoint is missing: an oss:// location needs the OSS endpoint of the bucket's region, e.g. endpoint: https://oss-cn-hangzhou.aliyuncs.com")
@@ -311,8 +325,9 @@ func (p *problems) warehouse() {
 	}
 }
 
-// redactURL drops user information from a URL before it is shown.
-func redactURL(s string) string {
+// RedactURL drops the user information (a user name and password) from a
+// URL before it is shown.
+func RedactURL(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		u.User = url.User("redacted")
 		return u.String()
@@ -354,7 +369,7 @@ func (p *problems) catalog() {
 		if strings.TrimSpace(r.URI) == "" {
 			p.add("catalog.rest.uri", "catalog.rest.uri %s: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181", p.absent("catalog.rest.uri", "empty"))
 		} else if u, err := url.Parse(r.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add("catalog.rest.uri", "catalog.rest.uri %q is not an http(s) URL: write e.g. uri: http://127.0.0.1:8181", redactURL(r.URI))
+			p.add("catalog.rest.uri", "catalog.rest.uri %q is not an http(s) URL: write e.g. uri: http://127.0.0.1:8181", RedactURL(r.URI))
 		}
 	}
 }

@@ -55,7 +55,9 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-// sourceConfig is a valid config against a server, user and include list.
+// sourceConfig is a valid config against a server, user and include list,
+// with an admin socket of its own (the default one is named after the
+// pipeline and shared by every run on the machine).
 func sourceConfig(t *testing.T, port int, user, password, include, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -74,7 +76,9 @@ catalog:
     dsn: %s
 http:
   listen: "off"
-%s`, port, user, include, filepath.Join(dir, "wh"), filepath.Join(dir, "cat.db"), extra))
+admin:
+  listen: %s
+%s`, port, user, include, filepath.Join(dir, "wh"), filepath.Join(dir, "cat.db"), filepath.Join(dir, "admin.sock"), extra))
 }
 
 func expectCheckFails(t *testing.T, cfg, secret string, wants ...string) {

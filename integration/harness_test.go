@@ -52,7 +52,15 @@ type envOptions struct {
 	s3Endpoint string // S3 at this endpoint instead of the MinIO's
 	httpListen string // http.listen; default "off"
 	reqTimeout string // warehouse.request_timeout
+	// admin is the admin: section's body; default a socket in the test's
+	// directory (not the default socket, which is named after the pipeline
+	// and shared by every test run on the machine); adminDefault leaves
+	// the section out.
+	admin string
 }
+
+// adminDefault as envOptions.admin leaves admin: out of the config.
+const adminDefault = "default"
 
 var serverIDs = struct {
 	sync.Mutex
@@ -85,6 +93,14 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 	}
 	if o.httpListen == "" {
 		o.httpListen = "off"
+	}
+	adminYAML := ""
+	switch o.admin {
+	case "":
+		adminYAML = "admin:\n  listen: " + filepath.Join(dir, "admin.sock") + "\n"
+	case adminDefault:
+	default:
+		adminYAML = "admin:\n" + o.admin
 	}
 	e.exec("DROP DATABASE IF EXISTS " + dbName)
 	e.exec("CREATE DATABASE " + dbName)
@@ -135,10 +151,10 @@ epoch:
   %s
 http:
   listen: %q
-%s
+%s%s
 %s
 `, strings.ReplaceAll(dbName, "_", "-"), o.sourcePort, testenv.ReplUser, sid, dbName, o.sourceTLS, warehouse,
-		catalogSQL, o.epoch, o.httpListen, o.tables, o.extra)
+		catalogSQL, o.epoch, o.httpListen, adminYAML, o.tables, o.extra)
 	e.cfgPath = filepath.Join(dir, "cdcsync.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

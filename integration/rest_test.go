@@ -252,7 +252,9 @@ catalog:
     %s
 http:
   listen: "off"
-`, db.Port, testenv.ReplUser, minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey, uri, auth))
+admin:
+  listen: %s
+`, db.Port, testenv.ReplUser, minio.Endpoint, testenv.MinIORegion, testenv.MinIOAccessKey, uri, auth, filepath.Join(t.TempDir(), "admin.sock")))
 	}
 	t.Setenv("CDCSYNC_TEST_PASSWORD", testenv.ReplPassword)
 	const credential = "credential: cdcsync-it:${CDCSYNC_TEST_REST_SECRET}"

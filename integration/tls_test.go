@@ -41,6 +41,17 @@ func TestTLSEverywhere(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("check over TLS exited %d:\n%s", code, out)
 	}
+	// check reads the binlog too, over TLS verified the same way.
+	for _, want := range []string{
+		"ok    tls                      queries and the initial copy: encrypted (TLSv1.",
+		"certificate verified: signed by source.tls.ca_file and issued to 127.0.0.1 (verify-full)",
+		"ok    binlog stream            read the binlog at mariadb:",
+		"FormatDescriptionEvent); the connection is encrypted (TLSv1.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check over TLS: the output lacks %q:\n%s", want, out)
+		}
+	}
 	p := e.start()
 	e.waitCaughtUp(p, time.Minute)
 	e.exec("UPDATE it_tls.t SET secret = 'z' WHERE id = 1")
@@ -65,5 +76,14 @@ func TestTLSEverywhere(t *testing.T) {
 	out, code = runCLI(t, "check", "--config", e.cfgPath)
 	if code != 1 || !strings.Contains(strings.ToLower(out), "certificate") {
 		t.Errorf("check with an untrusted server certificate exited %d:\n%s", code, out)
+	}
+
+	// required encrypts without verifying, like the mysql client's
+	// --ssl-mode=REQUIRED: check passes and says so, for both connections.
+	e.rewriteConfig("mode: verify-full\n    ca_file: "+other.CA+"\n", "mode: required\n")
+	out, code = runCLI(t, "check", "--config", e.cfgPath)
+	if code != 0 || strings.Count(out, "certificate not verified (source.tls.mode: required)") != 2 ||
+		!strings.Contains(out, "warn  tls") || !strings.Contains(out, "warn  binlog stream") {
+		t.Errorf("check with tls mode required exited %d; want 0 and two warnings saying the certificate is not verified:\n%s", code, out)
 	}
 }

@@ -213,23 +213,29 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties,
 			// iceberg-go keeps only the OAuth2 error code of a refused token
 			// request (often none: the message can end in an empty string),
 			// so say which request failed.
-			msg = fmt.Sprintf("getting an OAuth2 token for catalog.rest.credential from %s/v1/oauth/tokens failed (%s)", strings.TrimRight(r.URI, "/"), msg)
+			msg = fmt.Sprintf("getting an OAuth2 token for catalog.rest.credential from %s/v1/oauth/tokens failed (%s)", strings.TrimRight(config.RedactURL(r.URI), "/"), msg)
 		}
 		for _, s := range restSecrets(r) {
 			msg = config.Redact(msg, s)
 		}
-		return nil, redactedError{fmt.Sprintf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", r.URI, msg), err}
+		return nil, redactedError{fmt.Sprintf("connect to the REST catalog at %s: %s; check catalog.rest.uri and credentials", config.RedactURL(r.URI), msg), err}
 	}
 	return cat, nil
 }
 
 // restSecrets are the strings no message about the REST catalog may show:
 // the credential, its secret part alone (the client secret is sent on its
-// own, form-encoded, in the token request) and the token.
+// own, form-encoded, in the token request), the token and a password in
+// the URI.
 func restSecrets(r *config.RESTCatalog) []string {
 	out := []string{r.Credential.Value(), r.Token.Value()}
 	if _, secret, ok := strings.Cut(r.Credential.Value(), ":"); ok && secret != "" {
 		out = append(out, secret, url.QueryEscape(secret))
+	}
+	if u, err := url.Parse(r.URI); err == nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw, url.QueryEscape(pw))
+		}
 	}
 	return out
 }

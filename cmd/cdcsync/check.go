@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
 
@@ -39,12 +40,18 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		if err != nil {
 			report(false, false, "preflight", err.Error())
 		}
+		global := false
 		for _, f := range findings {
 			report(f.OK, f.Warning, f.Check, f.Message)
+			global = global || (!f.OK && !f.Warning && f.Table == cdcsync.TableID{})
 		}
 		checkPartitions(ctx, cfg, conn, schemas, report)
 		conn.Close()
+		if err == nil && !global {
+			checkBinlogStream(ctx, cfg, report)
+		}
 	}
+	checkAdmin(cfg, report)
 	if of, err := openFilesOf(cfg); err != nil {
 		report(false, true, "open files", err.Error())
 	} else {
@@ -69,6 +76,47 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	}
 	fmt.Fprintln(stdout, "all checks passed")
 	return nil
+}
+
+// checkBinlogStream opens a short binlog connection as run does (the same
+// account, server_id and TLS) and reads its first events, so that a check
+// that passes means run can stream; it says how that connection is
+// encrypted, and warns when it is plaintext or unverified.
+func checkBinlogStream(ctx context.Context, cfg *config.Config, report func(ok, warn bool, check, msg string)) {
+	pr, err := capture.ProbeBinlog(ctx, &cfg.Source)
+	switch {
+	case err != nil:
+		report(false, false, "binlog stream", err.Error())
+	case pr.Busy != "":
+		report(true, false, "binlog stream", fmt.Sprintf("not opened: %s, and a second binlog connection with server_id %d could cut it off", pr.Busy, cfg.Source.ServerID))
+	default:
+		msg, warn := capture.DescribeTLS(&cfg.Source, pr.TLS)
+		report(true, warn, "binlog stream", fmt.Sprintf("read the binlog at %s as replica server_id %d (%s); the connection is %s",
+			pr.Pos, cfg.Source.ServerID, strings.Join(pr.Events, ", "), msg))
+	}
+}
+
+// checkAdmin says where `cdcsync resync` reaches the daemon.
+func checkAdmin(cfg *config.Config, report func(ok, warn bool, check, msg string)) {
+	a := &cfg.Admin
+	if _, err := a.ResolveToken(); err != nil {
+		report(false, false, "admin", err.Error())
+		return
+	}
+	var msg string
+	switch a.Network() {
+	case "":
+		report(true, false, "admin", "admin.listen is off: cdcsync resync cannot reach a running daemon, only mark tables for its next start (--offline)")
+		return
+	case "unix":
+		msg = fmt.Sprintf("cdcsync resync reaches the daemon at the socket %s (mode 0600: the daemon's user and root only)", a.Listen)
+	default:
+		msg = fmt.Sprintf("cdcsync resync reaches the daemon at %s, with the token", a.Listen)
+	}
+	if a.PProf {
+		msg += "; Go's profiler is served there (admin.pprof)"
+	}
+	report(true, false, "admin", msg)
 }
 
 // checkPartitions reports, for every selected table with a partition

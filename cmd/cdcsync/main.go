@@ -32,7 +32,7 @@ Usage:
                                           or are small, drop dead delete files, merge manifests
   cdcsync resync --config FILE (DB.TABLE ... | --all) [--offline]
                                           copy tables afresh from MySQL: online, through the running
-                                          daemon (http.listen), while the other tables keep streaming;
+                                          daemon (admin.listen), while the other tables keep streaming;
                                           with --offline (or no daemon answering) the next run copies them
   cdcsync help                            show this help
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cdcsync/cdcsync"
@@ -37,7 +38,7 @@ func parseTableID(name string) (cdcsync.TableID, error) {
 }
 
 // runResync copies tables afresh (names, or with all every table the
-// pipeline mirrors). With a daemon running (reached at http.listen) the
+// pipeline mirrors). With a daemon running (reached at admin.listen) the
 // copies start at once, online: the other tables keep streaming. Without
 // one, or with --offline, the Iceberg tables are marked and the next
 // `cdcsync run` copies them; a table cdcsync stopped mirroring (after a
@@ -85,12 +86,16 @@ func runResync(ctx context.Context, cfg *config.Config, names []string, all, off
 		}
 	}
 	if !offline {
-		if cfg.HTTP.Listen == config.HTTPOff {
-			return exitError{1, fmt.Errorf("http.listen is off, so cdcsync resync cannot reach a running daemon; " +
-				"set http.listen, or stop the daemon and run `cdcsync resync --offline` so that its next start copies the tables")}
+		if cfg.Admin.Network() == "" {
+			return exitError{1, fmt.Errorf("admin.listen is off, so cdcsync resync cannot reach a running daemon; " +
+				"set admin.listen (see docs/configuration.md), or stop the daemon and run `cdcsync resync --offline` so that its next start copies the tables")}
+		}
+		c, err := newAdminClient(&cfg.Admin)
+		if err != nil {
+			return exitError{2, err}
 		}
 		for i, id := range ids {
-			msg, err := askDaemon(ctx, cfg.HTTP.Listen, id)
+			msg, err := c.resync(ctx, id)
 			if err == nil {
 				fmt.Fprint(stdout, msg)
 				continue
@@ -99,7 +104,7 @@ func runResync(ctx context.Context, cfg *config.Config, names []string, all, off
 			if !errors.As(err, &ue) || i > 0 {
 				return exitError{1, err}
 			}
-			fmt.Fprintf(stderr, "no cdcsync daemon answers at %s (%v); marking the tables to be copied when cdcsync next starts\n", cfg.HTTP.Listen, ue.err)
+			fmt.Fprintf(stderr, "no cdcsync daemon answers (%v); marking the tables to be copied when cdcsync next starts\n", ue.err)
 			offline = true
 			break
 		}
@@ -128,36 +133,101 @@ type unreachableError struct{ err error }
 
 func (e unreachableError) Error() string { return e.err.Error() }
 
-func askDaemon(ctx context.Context, listen string, id cdcsync.TableID) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
+// adminClient calls the admin listener of a running daemon.
+type adminClient struct {
+	admin *config.Admin
+	token string
+	where string // the socket or host:port, for messages
+	http  *http.Client
+}
+
+func newAdminClient(a *config.Admin) (*adminClient, error) {
+	token, err := a.ResolveToken()
 	if err != nil {
-		return "", fmt.Errorf("http.listen %q: %w", listen, err)
+		return nil, err
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
+	return &adminClient{admin: a, token: token}, nil
+}
+
+// connect finds the daemon: the first default socket that answers (or the
+// configured one), or the TCP address.
+func (c *adminClient) connect(ctx context.Context) error {
+	if c.http != nil {
+		return nil
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/v1/resync", RawQuery: url.Values{"table": {id.String()}}.Encode()}
+	var d net.Dialer
+	if c.admin.Network() == "tcp" {
+		host, port, err := net.SplitHostPort(c.admin.Listen)
+		if err != nil {
+			return fmt.Errorf("admin.listen %q: %w", c.admin.Listen, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		c.where = net.JoinHostPort(host, port)
+		c.http = &http.Client{Transport: &http.Transport{DialContext: d.DialContext, Proxy: nil}}
+		return nil
+	}
+	var missing []string
+	for _, path := range c.admin.Sockets() {
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			conn.Close()
+			c.where = path
+			c.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", path)
+			}}}
+			return nil
+		}
+		switch {
+		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
+			missing = append(missing, path)
+		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+			return fmt.Errorf("cannot connect to the admin socket %s: permission denied; run cdcsync resync as the user the daemon runs as (the socket's owner) or as root", path)
+		default:
+			return fmt.Errorf("cannot connect to the admin socket %s: %w", path, err)
+		}
+	}
+	return unreachableError{fmt.Errorf("nothing listens on %s", strings.Join(missing, " or "))}
+}
+
+// resync asks the daemon to copy id afresh and returns its answer.
+func (c *adminClient) resync(ctx context.Context, id cdcsync.TableID) (string, error) {
+	if err := c.connect(ctx); err != nil {
+		return "", err
+	}
+	host := c.where
+	if c.admin.Network() == "unix" {
+		host = "cdcsync" // the socket is the address; any name does
+	}
+	u := url.URL{Scheme: "http", Host: host, Path: "/v1/resync", RawQuery: url.Values{"table": {id.String()}}.Encode()}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Op == "dial" {
-			return "", unreachableError{err}
+			return "", unreachableError{fmt.Errorf("nothing listens at %s: %w", c.where, err)}
 		}
-		return "", fmt.Errorf("ask the daemon at %s to resync %s: %w", u.Host, id, err)
+		return "", fmt.Errorf("ask the daemon at %s to resync %s: %w", c.where, id, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode == http.StatusNotFound {
-		return "", unreachableError{fmt.Errorf("%s does not serve /v1/resync (is it a cdcsync daemon of this version?)", u.Host)}
+	text := strings.TrimSpace(string(body))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return string(body), nil
+	case http.StatusNotFound:
+		return "", unreachableError{fmt.Errorf("%s does not serve /v1/resync (is it a cdcsync daemon of this version?)", c.where)}
+	case http.StatusUnauthorized:
+		return "", fmt.Errorf("the daemon at %s refused the admin token: set admin.token or admin.token_file to the daemon's token (%s)", c.where, text)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("the daemon at %s refused to resync %s: %s", u.Host, id, strings.TrimSpace(string(body)))
-	}
-	return string(body), nil
+	return "", fmt.Errorf("the daemon at %s refused to resync %s: %s", c.where, id, text)
 }

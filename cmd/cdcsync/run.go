@@ -65,8 +65,13 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
 			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
 		})}
+	adm, err := serveAdmin(cfg, d.resync, log)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
 	if cfg.HTTP.Listen != config.HTTPOff {
-		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, d.resync, log)
+		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, log)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // TestAdminEndpoints: `cdcsync resync` reaches a running daemon through
 // the default admin socket, with no setting; http.listen, which a
 // Prometheus setup may expose, does not serve /v1/resync or the profiler;
-// a second daemon of the pipeline is refused; the socket a daemon killed
+// a second daemon of the pipeline waits as a standby; the socket a daemon killed
 // with SIGKILL leaves is taken over by the next; and a TCP admin listener
 // works with its token only.
 func TestAdminEndpoints(t *testing.T) {
@@ -69,12 +69,22 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Errorf("the daemon logged %d resyncs, want 1 (the POST on http.listen must not count); output:\n%s", n, p.output())
 	}
 
-	// A second daemon of the pipeline is refused, and the first goes on.
+	// A second daemon of the pipeline waits as a standby: it leaves the
+	// admin socket and http.listen to the holder, which goes on.
 	second := e.start()
-	second.expectExit(t, 1, "another cdcsync daemon serves the admin socket "+sock)
+	<-second.waitFor("is held by", time.Minute)
+	if out := second.output(); !strings.Contains(out, "is held by") || !strings.Contains(out, "http.listen is in use") ||
+		strings.Contains(out, "serving admin requests") || second.exited() {
+		t.Errorf("a second daemon of the pipeline does not wait as a standby without the admin socket; output:\n%s", out)
+	}
+	if out, code := resync(); code != 0 || !strings.Contains(out, "copying "+dbName+".t afresh") {
+		t.Fatalf("resync while a standby runs: exit %d, output %q", code, out)
+	}
+	second.kill()
 	if p.exited() {
 		t.Fatalf("the first daemon exited; output:\n%s", p.output())
 	}
+	e.waitCaughtUp(p, 2*time.Minute)
 
 	// SIGKILL leaves the socket file; the next daemon takes it over.
 	p.kill()

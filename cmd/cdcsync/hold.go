@@ -15,6 +15,7 @@ import (
 type holding struct {
 	d      *daemon
 	lk     *lake.Lake // the lease's own connection to the catalog
+	adm    *adminServer
 	ls     *lease.Lease
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -65,6 +66,16 @@ func (d *daemon) acquire(ctx context.Context) (*holding, error) {
 			return nil, err
 		}
 	}
+	// Only the holder serves admin requests (a resync asks the pipeline
+	// that commits); a standby on the same machine leaves the socket to it.
+	if h.adm, err = serveAdmin(d.cfg, d.resync, d.log); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) && ee.code == 2 {
+			h.end(false)
+			return nil, err
+		}
+		d.log.Warn("admin requests (cdcsync resync) cannot be served while this daemon holds the pipeline", "error", err)
+	}
 	return h, nil
 }
 
@@ -109,6 +120,7 @@ func (h *holding) lost(err error) error {
 // end stops renewing the lease; with release (after the last commit of a
 // clean stop) it gives the lease up so that a standby takes over at once.
 func (h *holding) end(release bool) {
+	h.adm.Close()
 	h.cancel(context.Canceled)
 	<-h.kept
 	h.d.m.LeaseHeld.Set(0)

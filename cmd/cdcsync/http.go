@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -44,11 +45,28 @@ func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*
 	}
 	mux.HandleFunc("/v1/", moved)
 	mux.HandleFunc("/debug/pprof/", moved)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// A daemon of the same pipeline on this machine (the holder, while
+		// this one is its standby) may have it: serve once it is free.
+		log.Warn("http.listen is in use (by another cdcsync of this machine, or another program); this daemon serves its metrics and health checks once the address is free",
+			"address", addr)
+		go func() {
+			for {
+				time.Sleep(5 * time.Second)
+				if ln, err := net.Listen("tcp", addr); err == nil {
+					log.Info("serving metrics and health checks", "address", ln.Addr().String())
+					_ = srv.Serve(ln) // returns at once when srv was closed meanwhile
+					return
+				}
+			}
+		}()
+		return srv, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s for metrics and health checks: %w; change http.listen or set it to \"off\"", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "error", err)

@@ -65,11 +65,11 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 		values: capture.NewValuePolicy(cfg.Types, log, func(table, column, policy string) {
 			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
 		})}
-	adm, err := serveAdmin(cfg, d.resync, log)
-	if err != nil {
-		return err
+	// The admin token is checked now (an unset variable exits 2); the
+	// listener itself is served while this daemon holds the pipeline.
+	if _, err := cfg.Admin.ResolveToken(); err != nil && cfg.Admin.Network() != "" {
+		return exitError{2, err}
 	}
-	defer adm.Close()
 	if cfg.HTTP.Listen != config.HTTPOff {
 		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, log)
 		if err != nil {

@@ -7,6 +7,7 @@
 #     own private mariadbd on free 127.0.0.1 ports; the system service, if the
 #     package starts one, is not used;
 #   - a C compiler (apt gcc + libc6-dev), which go test -race needs;
+#   - zsh and fish (apt), whose completion scripts cmd/cdcsync's tests load;
 #   - MinIO, Toxiproxy and staticcheck, built at pinned versions into .tools/bin
 #     (git-ignored), so the tests never depend on a download at run time.
 #
@@ -104,12 +105,15 @@ banner "Checking the Go toolchain"
 command -v go >/dev/null 2>&1 || die "go not found: install Go $(awk '$1 == "go" { print $2 }' go.mod) or newer (https://go.dev/dl/) and put it on PATH"
 go version
 
-banner "Installing system packages (MariaDB, PostgreSQL, C compiler for -race) if missing"
+banner "Installing system packages (MariaDB, PostgreSQL, C compiler for -race, zsh, fish) if missing"
 pkgs=()
 have mariadbd || pkgs+=(mariadb-server)
 have mariadb || pkgs+=(mariadb-client)
 # PostgreSQL backs the SQL-catalog tests (the JDBC catalog Spark and Trino read).
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || pkgs+=(postgresql)
+# The shell completion tests (cmd/cdcsync) load the zsh and fish scripts.
+have zsh || pkgs+=(zsh)
+have fish || pkgs+=(fish)
 if ! command -v "$(go env CC)" >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
 	pkgs+=(gcc libc6-dev)
 fi

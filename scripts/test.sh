@@ -153,6 +153,12 @@ else
 	ln -sf ../hadolint-venv/bin/hadolint "$TOOLS/hadolint"
 	"$TOOLS/hadolint" --version
 fi
+# helm, only with CDCSYNC_HELM=1: deploy/deploy_test.go then also runs helm
+# lint and compares helm template with its own rendering of the chart. Built
+# from the Go module proxy, it takes about 7 minutes the first time.
+if [ "${CDCSYNC_HELM:-}" = 1 ]; then
+	go_install helm.sh/helm/v4/cmd/helm helm.sh/helm/v4 v4.3.2 helm
+fi
 # Toxiproxy cuts, blackholes and resets connections in the fault tests.
 go_install "$TOXIPROXY_PKG" "$TOXIPROXY_MODULE" "$TOXIPROXY_VERSION" toxiproxy-server server
 # The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17

@@ -28,9 +28,11 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/metrics"
 )
 
 const chartDir = "helm/cdcsync"
@@ -567,4 +569,80 @@ func normalize(t *testing.T, docs map[string]map[string]any) map[string]map[stri
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// --- Prometheus ---
+
+// metricNames lists the metrics cdcsync exports (from the collectors'
+// descriptions, so a vector without children counts too).
+func metricNames(t *testing.T) map[string]bool {
+	t.Helper()
+	m := metrics.New()
+	ch := make(chan *prometheus.Desc, 1024)
+	v := reflect.ValueOf(m).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok && !v.Field(i).IsNil() {
+			c.Describe(ch)
+		}
+	}
+	close(ch)
+	names := map[string]bool{}
+	re := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if sm := re.FindStringSubmatch(d.String()); sm != nil {
+			names[sm[1]] = true
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				names[sm[1]+suffix] = true
+			}
+		}
+	}
+	if !names["cdcsync_tables_stopped"] {
+		t.Fatalf("metrics.New describes no cdcsync_tables_stopped: %v", names)
+	}
+	return names
+}
+
+func TestPrometheusRules(t *testing.T) {
+	raw, err := os.ReadFile("prometheus/cdcsync-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				For         string            `yaml:"for"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	d := yaml.NewDecoder(bytes.NewReader(raw))
+	d.KnownFields(true)
+	if err := d.Decode(&file); err != nil {
+		t.Fatal(err)
+	}
+	names := metricNames(t)
+	n := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			n++
+			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+				t.Errorf("rule %q lacks its alert, expr, severity or summary", r.Alert)
+			}
+			for _, m := range regexp.MustCompile(`\bcdcsync_[a-z_]+`).FindAllString(r.Expr, -1) {
+				if !names[m] {
+					t.Errorf("rule %s: cdcsync exports no metric %s", r.Alert, m)
+				}
+			}
+			if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
+				t.Errorf("rule %s: unbalanced parentheses in %s", r.Alert, r.Expr)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no rules")
+	}
 }

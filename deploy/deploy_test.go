@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -644,5 +645,46 @@ func TestPrometheusRules(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no rules")
+	}
+}
+
+// The Grafana dashboard is valid JSON, its panels have distinct ids and a
+// place, and every cdcsync metric a query names exists.
+func TestGrafanaDashboard(t *testing.T) {
+	raw, err := os.ReadFile("grafana/cdcsync.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			ID      int            `json:"id"`
+			Title   string         `json:"title"`
+			GridPos map[string]int `json:"gridPos"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("grafana/cdcsync.json: %v", err)
+	}
+	names := metricNames(t)
+	ids := map[int]bool{}
+	for _, p := range dash.Panels {
+		if ids[p.ID] || p.Title == "" || p.GridPos["w"] == 0 || len(p.Targets) == 0 {
+			t.Errorf("panel %d %q: duplicate id, or no title, place or query", p.ID, p.Title)
+		}
+		ids[p.ID] = true
+		for _, q := range p.Targets {
+			for _, m := range regexp.MustCompile(`\bcdcsync_[a-z_]+`).FindAllString(q.Expr, -1) {
+				if !names[m] {
+					t.Errorf("panel %q: cdcsync exports no metric %s", p.Title, m)
+				}
+			}
+		}
+	}
+	if dash.UID == "" || len(dash.Panels) < 10 {
+		t.Errorf("uid %q, %d panels", dash.UID, len(dash.Panels))
 	}
 }

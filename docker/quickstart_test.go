@@ -160,8 +160,9 @@ func TestQuickStartNatively(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- daemon.Wait() }()
+	exited := false
 	t.Cleanup(func() {
-		if daemon.ProcessState == nil {
+		if !exited {
 			_ = daemon.Process.Kill()
 			<-done
 		}
@@ -205,6 +206,7 @@ func TestQuickStartNatively(t *testing.T) {
 	}
 	select {
 	case err := <-done:
+		exited = true
 		if err != nil {
 			t.Fatalf("cdcsync exited with %v after SIGTERM:\n%s", err, readLog(log))
 		}

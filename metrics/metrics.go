@@ -60,6 +60,9 @@ type Metrics struct {
 	CommitsStalled prometheus.Gauge
 	Restarts       *prometheus.CounterVec
 
+	// BuildInfo is 1, labelled with the binary's version, commit and Go.
+	BuildInfo *prometheus.GaugeVec
+
 	// The pipeline's lease: LeaseHeld is 1 while this daemon holds it
 	// (0: a standby), LeaseToken its fencing token, LeaseTakeovers the
 	// times this daemon took it over, by how (see lease.Acquire).
@@ -124,6 +127,9 @@ func New() *Metrics {
 		CommitsStalled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_commits_stalled", Help: "Commits (a table's epoch, the checkpoint, a schema change) being retried because the warehouse or the catalog does not answer; /readyz says since when.",
 		}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cdcsync_build_info", Help: "1, labelled with the version, the commit (revision) and the Go version cdcsync was built with.",
+		}, []string{"version", "revision", "go"}),
 		LeaseHeld: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_lease_held", Help: "1 while this daemon holds the pipeline's lease and commits; 0 while it waits as a standby.",
 		}),
@@ -213,7 +219,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

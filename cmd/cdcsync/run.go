@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strings"
@@ -58,6 +59,8 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	routeLibraryLog(log)
 	tuneMemory(cfg)
 	m := metrics.New()
+	ver := readVersion()
+	m.BuildInfo.WithLabelValues(ver.Version, ver.Commit, runtime.Version()).Set(1)
 	st := &status{}
 	st.healthy.Store(true)
 	st.setReady("starting: checking the source and the warehouse")
@@ -81,7 +84,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log.Info("cdcsync starting", "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
+	log.Info("cdcsync starting", "version", ver.Version, "commit", ver.Commit, "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name,
 		"memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String(),
 		"open_files_limit", of.limit, "max_open_files", cfg.Warehouse.MaxOpenFiles)

@@ -108,20 +108,35 @@ _cdcsync() {
 		return
 		;;
 `)
-	// Flags with values: their values, or nothing to offer.
+	// Flags with values: their values (per command: two commands may
+	// offer different values for one flag name), or nothing to offer.
+	var names []string
+	choices := map[string][]string{} // flag name -> "cmd) COMPREPLY=..." lines
 	seen := map[string]bool{"config": true}
 	for _, c := range commands {
 		for _, f := range c.completionFlags() {
-			if f.bool || seen[f.name] {
+			if f.bool || f.name == "config" {
 				continue
 			}
-			seen[f.name] = true
-			fmt.Fprintf(&b, "\t--%s|-%s)\n", f.name, f.name)
-			if len(f.choices) > 0 {
-				fmt.Fprintf(&b, "\t\tCOMPREPLY=($(compgen -W %q -- \"$cur\"))\n", strings.Join(f.choices, " "))
+			if !seen[f.name] {
+				seen[f.name] = true
+				names = append(names, f.name)
 			}
-			b.WriteString("\t\treturn\n\t\t;;\n")
+			if len(f.choices) > 0 {
+				choices[f.name] = append(choices[f.name], fmt.Sprintf("\t\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", c.name, strings.Join(f.choices, " ")))
+			}
 		}
+	}
+	for _, name := range names {
+		fmt.Fprintf(&b, "\t--%s|-%s)\n", name, name)
+		if cs := choices[name]; len(cs) > 0 {
+			b.WriteString("\t\tcase \"$cmd\" in\n")
+			for _, c := range cs {
+				b.WriteString(c)
+			}
+			b.WriteString("\t\tesac\n")
+		}
+		b.WriteString("\t\treturn\n\t\t;;\n")
 	}
 	b.WriteString("\tesac\n\tcase \"$cmd\" in\n")
 	for _, c := range commands {

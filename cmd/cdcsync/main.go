@@ -100,6 +100,28 @@ func init() {
 			},
 		},
 		{
+			name: "cut", summary: "print one transactionally consistent snapshot of every table, and how to read it",
+			detail: "Prints, for every table of the pipeline, the snapshot that holds the same transactions as the others " +
+				"(a transaction that changed two tables is in both snapshots or in neither): by default the cut of the newest " +
+				"checkpoint, or of an older epoch with --epoch. --format trino|spark|duckdb prints ready-to-run SQL for that " +
+				"engine; --tag NAME also tags those snapshots in every table (kept by snapshot expiry; for --tag-keep, if " +
+				"set). Tables whose copy runs, or that joined the pipeline later, are left out with the reason on stderr. " +
+				"Needs no MySQL password.",
+			setup: func(fs *flag.FlagSet) func(context.Context, *config.Config, []string, io.Writer, io.Writer) error {
+				var o cutOptions
+				fs.Int64Var(&o.epoch, "epoch", 0, "the cut of epoch `N` (at most the checkpoint's); 0: the newest checkpoint's")
+				format := newChoice("text", "text", "json", "trino", "spark", "duckdb")
+				fs.Var(format, "format", "output: "+format.list())
+				fs.StringVar(&o.catalog, "catalog", "iceberg", "the engine's `NAME` for the catalog, in the SQL printed")
+				fs.StringVar(&o.tag, "tag", "", "also tag the cut's snapshot in every table as `NAME`")
+				fs.DurationVar(&o.keep, "tag-keep", 0, "keep the tag this long (e.g. 168h), then snapshot expiry drops it; 0 keeps it")
+				return func(ctx context.Context, cfg *config.Config, _ []string, stdout, stderr io.Writer) error {
+					o.format = format.value
+					return runCut(ctx, cfg, o, stdout, stderr)
+				}
+			},
+		},
+		{
 			name: "tables", summary: "list the Iceberg tables and their committed binlog positions",
 			detail: "Lists the catalog's tables with their state (streaming, copying, stopped), last epoch, commit time, " +
 				"file counts and committed binlog position, and why each stopped table stopped. Needs no MySQL password.",

@@ -249,10 +249,11 @@ func TestCompletion(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{"cdcsync", "c"}, "cat check compact completion"},
+		{[]string{"cdcsync", "c"}, "cat check compact completion cut"},
 		{[]string{"cdcsync", "cat", "--"}, "--config --format --help --limit"},
 		{[]string{"cdcsync", "resync", "--o"}, "--offline"},
 		{[]string{"cdcsync", "cat", "--format", ""}, "csv json text"},
+		{[]string{"cdcsync", "cut", "--format", ""}, "duckdb json spark text trino"},
 		{[]string{"cdcsync", "run", "--config", ""}, "a.yaml b.yml sub"},
 		{[]string{"cdcsync", "completion", ""}, "bash fish zsh"},
 		{[]string{"cdcsync", "help", "re"}, "resync"},

@@ -1,0 +1,188 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// A cut is one transactionally consistent state of all the pipeline's
+// tables. An epoch ends at a transaction boundary and commits each table's
+// share of the same transactions, and the checkpoint of an epoch is saved
+// only after every table committed it. So for N the epoch of a checkpoint,
+// the newest snapshot of each table whose lineage holds only the
+// pipeline's commits of epochs up to N is the state of that table after
+// the same transactions: a transaction that changed two tables is in both
+// snapshots or in neither.
+
+// CutTable is one table's snapshot in a cut.
+type CutTable struct {
+	ID       cdcsync.TableID `json:"table"`
+	Iceberg  string          `json:"iceberg"`
+	Snapshot int64           `json:"snapshot_id"`
+	// Epoch is the table's last epoch commit in the cut (older than the
+	// cut's epoch when the table did not change since).
+	Epoch     int64     `json:"epoch"`
+	Committed time.Time `json:"committed_at"` // when the snapshot was committed
+	// Metadata is the table's current metadata file (DuckDB's iceberg_scan
+	// reads the snapshot through it).
+	Metadata string `json:"metadata_location"`
+}
+
+// CutExcluded is a table of the pipeline that the cut cannot hold, and why.
+type CutExcluded struct {
+	ID     cdcsync.TableID `json:"table"`
+	Reason string          `json:"reason"`
+}
+
+// Cut is a consistent state of the pipeline's tables.
+type Cut struct {
+	Epoch    int64            `json:"epoch"`
+	Position cdcsync.Position `json:"position"` // the checkpoint's position; zero for an older epoch
+	Tables   []CutTable       `json:"tables"`
+	Excluded []CutExcluded    `json:"excluded,omitempty"`
+}
+
+// ErrNoCut says the pipeline has no checkpoint yet, or the epoch asked for
+// is newer than its checkpoint.
+var ErrNoCut = errors.New("no consistent cut")
+
+// Cut returns the cut of epoch (0: the newest checkpoint's). An epoch newer
+// than the checkpoint may still be committing and has no cut. Tables whose
+// copy runs, or that did not exist at the epoch, are excluded with the
+// reason; a table whose snapshot of the cut was expired fails the cut.
+func (l *Lake) Cut(ctx context.Context, epoch int64) (Cut, error) {
+	ctx = l.Scope(ctx)
+	ck, ok, err := l.LoadCheckpoint(ctx)
+	if err != nil {
+		return Cut{}, err
+	}
+	if !ok {
+		return Cut{}, fmt.Errorf("%w: pipeline %s has no checkpoint yet (the first one is written when the daemon starts streaming)", ErrNoCut, l.cfg.Pipeline)
+	}
+	cut := Cut{Epoch: epoch}
+	switch {
+	case epoch <= 0 || epoch == ck.Epoch:
+		cut.Epoch, cut.Position = ck.Epoch, ck.Pos
+	case epoch > ck.Epoch:
+		return Cut{}, fmt.Errorf("%w: epoch %d is newer than the pipeline's checkpoint (epoch %d), so it may not be committed to every table yet; use --epoch %d or older",
+			ErrNoCut, epoch, ck.Epoch, ck.Epoch)
+	}
+	idents, err := l.ListTables(ctx)
+	if err != nil {
+		return Cut{}, err
+	}
+	for _, ident := range idents {
+		tbl, err := l.LoadTable(ctx, ident)
+		if err != nil {
+			return Cut{}, err
+		}
+		if !l.ownedBy(tbl) {
+			continue
+		}
+		db, name, _ := strings.Cut(tbl.Properties()[PropSource], ".")
+		id := cdcsync.TableID{Database: db, Table: name}
+		ct, why, err := l.cutOf(tbl, cut.Epoch)
+		if err != nil {
+			return Cut{}, fmt.Errorf("table %s: %w", id, err)
+		}
+		if why != "" {
+			cut.Excluded = append(cut.Excluded, CutExcluded{ID: id, Reason: why})
+			continue
+		}
+		ct.ID, ct.Iceberg = id, strings.Join(ident, ".")
+		cut.Tables = append(cut.Tables, ct)
+	}
+	sort.Slice(cut.Tables, func(i, j int) bool { return cut.Tables[i].ID.String() < cut.Tables[j].ID.String() })
+	sort.Slice(cut.Excluded, func(i, j int) bool { return cut.Excluded[i].ID.String() < cut.Excluded[j].ID.String() })
+	return cut, nil
+}
+
+// cutOf picks tbl's snapshot of epoch: the newest snapshot of main whose
+// lineage has no commit of the pipeline after epoch. why says why the
+// table has none (a copy runs, it did not exist yet).
+func (l *Lake) cutOf(tbl *table.Table, epoch int64) (ct CutTable, why string, err error) {
+	meta := tbl.Metadata()
+	if refOf(meta) == CopyBranch {
+		return ct, "it is being copied again (cdcsync resync, or a schema change); its snapshots are not a consistent state", nil
+	}
+	var chain []*table.Snapshot
+	expired := false
+	for s := meta.CurrentSnapshot(); s != nil; {
+		chain = append(chain, s)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		p := meta.SnapshotByID(*s.ParentSnapshotID)
+		if p == nil {
+			expired = true
+		}
+		s = p
+	}
+	var pick *table.Snapshot
+	var last int64
+	copying := false
+	for i := len(chain) - 1; i >= 0; i-- { // oldest first
+		s := chain[i]
+		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == l.cfg.Pipeline {
+			e, _ := strconv.ParseInt(s.Summary.Properties[SummaryEpoch], 10, 64)
+			if e > epoch {
+				break
+			}
+			last = e
+			_, copying = s.Summary.Properties[SummaryCopyAfter]
+		}
+		pick = s
+	}
+	switch {
+	case pick == nil && expired:
+		return ct, "", fmt.Errorf("its snapshots of epoch %d and before were expired (maintenance.snapshots keeps max_age and min_keep); take a newer cut, or tag cuts (--tag) to keep them", epoch)
+	case pick == nil || last == 0:
+		return ct, fmt.Sprintf("it has no commit of epoch %d or before (it joined the pipeline later)", epoch), nil
+	case copying:
+		return ct, fmt.Sprintf("its initial copy was running at epoch %d; its rows then were partial", epoch), nil
+	}
+	return CutTable{Snapshot: pick.SnapshotID, Epoch: last, Committed: time.UnixMilli(pick.TimestampMs).UTC(), Metadata: tbl.MetadataLocation()}, "", nil
+}
+
+// TagCut tags every table's snapshot of cut with name, so that the cut can
+// be read again by name and snapshot expiry keeps it. keep is how long the
+// tag is kept (0: until it is removed).
+func (l *Lake) TagCut(ctx context.Context, cut Cut, name string, keep time.Duration) error {
+	ctx = l.Scope(ctx)
+	if name == "" || name == table.MainBranch || name == CopyBranch {
+		return fmt.Errorf("a cut cannot be tagged %q: choose another name, e.g. cut-2026-12-03", name)
+	}
+	age := int64(-1)
+	if keep > 0 {
+		age = keep.Milliseconds()
+	}
+	for _, t := range cut.Tables {
+		ident := table.Identifier(strings.Split(t.Iceberg, "."))
+		tbl, err := l.LoadTable(ctx, ident)
+		if err != nil {
+			return err
+		}
+		if s := tbl.Metadata().SnapshotByName(name); s != nil {
+			if s.SnapshotID == t.Snapshot {
+				continue // tagged already
+			}
+			return fmt.Errorf("table %s already has a tag or branch %q (snapshot %d); choose another name", t.Iceberg, name, s.SnapshotID)
+		}
+		_, _, err = l.cat.CommitTable(ctx, ident,
+			[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, nil)},
+			[]table.Update{table.NewSetSnapshotRefUpdate(name, t.Snapshot, table.TagRef, age, -1, -1)})
+		if err != nil {
+			return fmt.Errorf("tag snapshot %d of %s as %q: %w", t.Snapshot, t.Iceberg, name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lake"
+)
+
+// TestCutIsConsistent runs transfers between accounts kept in two tables,
+// each transfer one transaction that touches both, so the total balance is
+// constant. While they run, a reader takes cuts (`cdcsync cut`) and reads
+// each cut's snapshots through iceberg-go: every cut must hold the total.
+// Reading the latest snapshot of each table one after the other does not
+// (the test shows it breaks). A tagged cut is read through DuckDB with the
+// SQL `cut --format duckdb` prints, and once the transfers stop and the
+// daemon caught up, the newest cut equals MySQL.
+func TestCutIsConsistent(t *testing.T) {
+	const dbName, accounts, start = "it_cut", 40, 1000
+	e := newEnv(t, dbName, envOptions{epoch: "interval: 200ms"})
+	for _, tbl := range []string{"acct_a", "acct_b"} {
+		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, bal BIGINT NOT NULL)", dbName, tbl))
+		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, %d FROM %s.seq_1_to_%d", dbName, tbl, start, dbName, accounts))
+	}
+	const total = 2 * accounts * start
+	conn, err := e.server.Connect(testenv.RootUser, "", dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
+	var transfers atomic.Int64
+	stopLoad := inBackground(func() error {
+		from, to := "acct_a", "acct_b"
+		if r.IntN(2) == 0 {
+			from, to = to, from
+		}
+		amount := 1 + r.IntN(50)
+		if err := conn.Begin(); err != nil {
+			return err
+		}
+		if _, err := conn.Execute(fmt.Sprintf("UPDATE %s SET bal = bal - ? WHERE id = ?", from), amount, 1+r.IntN(accounts)); err != nil {
+			_ = conn.Rollback()
+			return err
+		}
+		if _, err := conn.Execute(fmt.Sprintf("UPDATE %s SET bal = bal + ? WHERE id = ?", to), amount, 1+r.IntN(accounts)); err != nil {
+			_ = conn.Rollback()
+			return err
+		}
+		transfers.Add(1)
+		return conn.Commit()
+	})
+	p := e.start()
+	<-p.waitFor("streaming the binlog", time.Minute)
+	e.waitCaughtUp(p, time.Minute)
+
+	lk := e.openLake()
+	ctx := context.Background()
+	sumAt := func(name string, snapshot int64) int64 {
+		t.Helper()
+		tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts []table.ScanOption
+		if snapshot != 0 {
+			opts = append(opts, table.WithSnapshotID(snapshot))
+		}
+		_, itr, err := tbl.Scan(append(opts, table.WithSelectedFields("bal"))...).ToArrowRecords(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for rec, err := range itr {
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := rec.Column(0).(*array.Int64)
+			for i := 0; i < col.Len(); i++ {
+				sum += col.Value(i)
+			}
+			rec.Release()
+		}
+		return sum
+	}
+	cutNow := func(args ...string) lake.Cut {
+		t.Helper()
+		out, code := runCLI(t, append([]string{"cut", "--config", e.cfgPath, "--format", "json"}, args...)...)
+		var c lake.Cut
+		if code != 0 || json.Unmarshal([]byte(out), &c) != nil || len(c.Tables) != 2 {
+			t.Fatalf("cut (exit %d):\n%s", code, out)
+		}
+		return c
+	}
+
+	cuts, plainBroken := 0, 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		c := cutNow()
+		got := sumAt("acct_a", c.Tables[0].Snapshot) + sumAt("acct_b", c.Tables[1].Snapshot)
+		if got != total {
+			t.Errorf("cut of epoch %d (snapshots %d, %d) holds a total of %d, want %d", c.Epoch, c.Tables[0].Snapshot, c.Tables[1].Snapshot, got, total)
+		}
+		cuts++
+		// The latest snapshot of each table, read one after the other.
+		a := sumAt("acct_a", 0)
+		time.Sleep(300 * time.Millisecond)
+		if a+sumAt("acct_b", 0) != total {
+			plainBroken++
+		}
+	}
+	t.Logf("%d cuts held the total; %d of as many plain reads of the latest snapshots did not; %d transfers so far", cuts, plainBroken, transfers.Load())
+	if plainBroken == 0 {
+		t.Errorf("no plain read of the latest snapshots broke the total: the test does not show what a cut is for")
+	}
+
+	// A tagged cut, read by DuckDB with the SQL cut prints.
+	c := cutNow("--tag", "it-cut-1", "--tag-keep", "168h")
+	out, code := runCLI(t, "cut", "--config", e.cfgPath, "--epoch", strconv.FormatInt(c.Epoch, 10), "--format", "duckdb")
+	if code != 0 || strings.Count(out, "iceberg_scan(") != 2 {
+		t.Fatalf("cut --format duckdb (exit %d):\n%s", code, out)
+	}
+	if got := duckdbSum(t, out); got != total {
+		t.Errorf("DuckDB read the cut of epoch %d with a total of %d, want %d; SQL:\n%s", c.Epoch, got, total, out)
+	}
+	for i, name := range []string{"acct_a", "acct_b"} {
+		tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := tbl.Metadata().SnapshotByName("it-cut-1"); s == nil || s.SnapshotID != c.Tables[i].Snapshot {
+			t.Errorf("%s: tag it-cut-1 points at %v, want snapshot %d", name, s, c.Tables[i].Snapshot)
+		}
+	}
+	if out, code := runCLI(t, "cut", "--config", e.cfgPath, "--epoch", strconv.FormatInt(c.Epoch+1000, 10)); code != 1 || !strings.Contains(out, "newer than the pipeline's checkpoint") {
+		t.Errorf("cut of a future epoch: exit %d, %s", code, out)
+	}
+
+	// Quiet and caught up: the newest cut equals MySQL.
+	if err := stopLoad(); err != nil {
+		t.Fatalf("transfers: %v", err)
+	}
+	e.waitCaughtUp(p, time.Minute)
+	c = cutNow()
+	for i, name := range []string{"acct_a", "acct_b"} {
+		res, err := conn.Execute(fmt.Sprintf("SELECT CAST(SUM(bal) AS SIGNED) FROM %s", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := res.GetInt(0, 0)
+		if got := sumAt(name, c.Tables[i].Snapshot); got != want {
+			t.Errorf("%s in the newest cut sums to %d, MySQL to %d", name, got, want)
+		}
+		e.assertMirrors(name)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())
+	}
+}
+
+// duckdbSum runs the SQL statements `cut --format duckdb` printed in one
+// DuckDB (the engines' venv, with the iceberg extension loaded from its
+// package) and returns the sum of their bal columns.
+func duckdbSum(t *testing.T, sql string) int64 {
+	t.Helper()
+	m := loadEngineManifest(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, line := range strings.Split(strings.TrimSpace(sql), "\n") {
+		stmt, _, _ := strings.Cut(line, ";")
+		stmts = append(stmts, strings.Replace(stmt, "SELECT *", "SELECT SUM(bal)", 1))
+	}
+	b, _ := json.Marshal(stmts)
+	script := `import json, sys
+sys.path.insert(0, sys.argv[1])
+import duckdb_read
+con = duckdb_read.connect()
+print(sum(con.execute(s).fetchone()[0] for s in json.loads(sys.argv[2])))`
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, m.Python, "-c", script, filepath.Join(root, "integration", "engines"), string(b)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("DuckDB: %v\n%s", err, out)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("DuckDB printed %q", out)
+	}
+	return n
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
 )
 
 // Table is one MySQL table's Iceberg mirror, as cdcsync last loaded or
@@ -306,7 +307,27 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 }
 
 func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceberg.PartitionSpec, error) {
-	r := l.cfg.Rule(ts.ID.Database, ts.ID.Table)
+	return partitionSpecOf(l.cfg.Rule(ts.ID.Database, ts.ID.Table), ts, sc)
+}
+
+// CheckRule says whether the tables[] rule that matches ts (if any) can
+// be applied to it as the table is now: the partition columns exist and
+// their transforms fit the columns' types. `cdcsync check` reports it
+// before `run` would fail creating the table.
+func CheckRule(cfg *config.Config, ts *cdcsync.TableSchema) error {
+	r := cfg.Rule(ts.ID.Database, ts.ID.Table)
+	if r == nil || len(r.Partition) == 0 {
+		return nil
+	}
+	sc, err := IcebergSchema(ts)
+	if err != nil {
+		return err
+	}
+	_, err = partitionSpecOf(r, ts, sc)
+	return err
+}
+
+func partitionSpecOf(r *config.TableRule, ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceberg.PartitionSpec, error) {
 	if r == nil || len(r.Partition) == 0 {
 		return iceberg.UnpartitionedSpec, nil
 	}
@@ -318,7 +339,8 @@ func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceb
 	for _, f := range fields {
 		src, ok := sc.FindFieldByName(f.Column)
 		if !ok {
-			return nil, fmt.Errorf("tables: partition of %s names column %q, which the table does not have", ts.ID, f.Column)
+			return nil, fmt.Errorf("tables: partition of %s names column %q, which the table does not have (its columns: %s); fix the rule's partition list",
+				ts.ID, f.Column, strings.Join(allColumnNames(ts), ", "))
 		}
 		expr := f.Transform
 		if f.Transform == "bucket" || f.Transform == "truncate" {
@@ -327,6 +349,10 @@ func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceb
 		tr, err := iceberg.ParseTransform(expr)
 		if err != nil {
 			return nil, fmt.Errorf("tables: partition of %s: %w", ts.ID, err)
+		}
+		if !tr.CanTransform(src.Type) {
+			return nil, fmt.Errorf("tables: partition of %s applies %s to column %q, whose Iceberg type is %s: use a transform for that type "+
+				"(year, month, day, hour for dates and timestamps; bucket, truncate or identity for the others)", ts.ID, expr, f.Column, src.Type)
 		}
 		name := f.Column
 		if f.Transform != "identity" {
@@ -489,4 +515,12 @@ func newRowLayout(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*rowLayout, erro
 		}
 	}
 	return &rowLayout{schema: as, cols: cols, table: ts}, nil
+}
+
+func allColumnNames(ts *cdcsync.TableSchema) []string {
+	all := make([]int, len(ts.Columns))
+	for i := range all {
+		all[i] = i
+	}
+	return columnNames(ts, all)
 }

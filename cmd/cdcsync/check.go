@@ -132,6 +132,10 @@ func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn,
 		if r == nil || len(r.Partition) == 0 {
 			continue
 		}
+		if err := lake.CheckRule(cfg, ts); err != nil {
+			report(false, false, "partitions", err.Error())
+			continue
+		}
 		fields, err := r.PartitionFields()
 		if err != nil {
 			continue // config validation reports it

@@ -224,6 +224,9 @@ type CopyState struct {
 type Delta struct {
 	Epoch int64
 	Pos   Position // the position the table is at once committed
+	// Time is when the epoch's last transaction committed in MySQL (zero
+	// for an epoch of copy progress alone).
+	Time time.Time
 	// Deletes are equality deletes on the primary key (each row carries the
 	// key and the partition source columns of the image it deletes).
 	Deletes []Row

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -101,6 +102,9 @@ func (t *Table) recordCommitted(tx *table.Transaction, sum iceberg.Properties) e
 type Epoch struct {
 	Number int64
 	Pos    cdcsync.Position
+	// SourceTime is when the epoch's last transaction committed in MySQL
+	// (recorded as SummarySourceTime; zero: not recorded).
+	SourceTime time.Time
 }
 
 // summary is the snapshot summary of an epoch commit; copying is the
@@ -113,6 +117,9 @@ func (t *Table) summary(e Epoch, copying *cdcsync.CopyState) iceberg.Properties 
 	}
 	if t.token > 0 {
 		p[SummaryToken] = strconv.FormatInt(t.token, 10)
+	}
+	if !e.SourceTime.IsZero() {
+		p[SummarySourceTime] = strconv.FormatInt(e.SourceTime.UnixMilli(), 10)
 	}
 	if c := copying; c != nil && !c.Done {
 		p[SummaryCopyAfter] = c.After

@@ -153,6 +153,64 @@ func (l *Lake) cutOf(tbl *table.Table, epoch int64) (ct CutTable, why string, er
 	return CutTable{Snapshot: pick.SnapshotID, Epoch: last, Committed: time.UnixMilli(pick.TimestampMs).UTC(), Metadata: tbl.MetadataLocation()}, "", nil
 }
 
+// EpochAsOf returns the newest epoch whose transactions all committed in
+// MySQL at or before t: the epoch of the cut as of t. Only epochs that
+// recorded their source time (SummarySourceTime) count, and none newer
+// than the checkpoint.
+func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
+	ctx = l.Scope(ctx)
+	ck, ok, err := l.LoadCheckpoint(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: pipeline %s has no checkpoint yet", ErrNoCut, l.cfg.Pipeline)
+	}
+	idents, err := l.ListTables(ctx)
+	if err != nil {
+		return 0, err
+	}
+	best := int64(0)
+	var oldest time.Time
+	for _, ident := range idents {
+		tbl, err := l.LoadTable(ctx, ident)
+		if err != nil {
+			return 0, err
+		}
+		if !l.ownedBy(tbl) {
+			continue
+		}
+		meta := tbl.Metadata()
+		for s := meta.CurrentSnapshot(); s != nil; {
+			if p := s.Summary; p != nil && p.Properties[SummaryPipeline] == l.cfg.Pipeline {
+				ms, err1 := strconv.ParseInt(p.Properties[SummarySourceTime], 10, 64)
+				e, err2 := strconv.ParseInt(p.Properties[SummaryEpoch], 10, 64)
+				if err1 == nil && err2 == nil {
+					st := time.UnixMilli(ms)
+					if !st.After(t) && e <= ck.Epoch {
+						best = max(best, e)
+					}
+					if oldest.IsZero() || st.Before(oldest) {
+						oldest = st
+					}
+				}
+			}
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = meta.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+	if best == 0 {
+		if oldest.IsZero() {
+			return 0, fmt.Errorf("%w: no commit of pipeline %s records its MySQL time (epochs committed by older cdcsync versions do not); use --epoch", ErrNoCut, l.cfg.Pipeline)
+		}
+		return 0, fmt.Errorf("%w: no epoch kept in the tables' snapshots committed its transactions at or before %s (the oldest kept is of %s)",
+			ErrNoCut, t.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))
+	}
+	return best, nil
+}
+
 // TagCut tags every table's snapshot of cut with name, so that the cut can
 // be read again by name and snapshot expiry keeps it. keep is how long the
 // tag is kept (0: until it is removed).

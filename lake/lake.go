@@ -46,6 +46,9 @@ const (
 	// copied. A commit without them ends the copy.
 	SummaryCopyAfter = "cdcsync.copy-after"
 	SummaryCopyRows  = "cdcsync.copy-rows"
+	// SummarySourceTime is when the epoch's last transaction committed in
+	// MySQL, in Unix milliseconds (cdcsync cut --as-of reads it).
+	SummarySourceTime = "cdcsync.source-time"
 )
 
 // Lake is an open catalog plus the warehouse it writes to.

@@ -637,7 +637,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			if (i > 0 || j > 0) && p.opts.Fault != nil {
 				p.opts.Fault("between-tables")
 			}
-			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End}
+			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End, Time: buf.Last}
 			d.Deletes, d.Rows = buf.Output(id)
 			if st, ok := job.copies[id]; ok {
 				d.Copy = &st

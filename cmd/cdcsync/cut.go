@@ -16,6 +16,7 @@ import (
 // cutOptions are the flags of `cdcsync cut`.
 type cutOptions struct {
 	epoch   int64
+	asOf    string // RFC 3339 time: the newest cut whose transactions all committed in MySQL by then
 	format  string // text, json, trino, spark, duckdb
 	catalog string // the engine's name for the catalog, in the SQL printed
 	tag     string
@@ -32,6 +33,18 @@ func runCut(ctx context.Context, cfg *config.Config, o cutOptions, stdout, stder
 		return exitError{1, err}
 	}
 	defer lk.Close()
+	if o.asOf != "" {
+		if o.epoch != 0 {
+			return exitError{2, fmt.Errorf("cut takes --epoch or --as-of, not both")}
+		}
+		t, err := time.Parse(time.RFC3339, o.asOf)
+		if err != nil {
+			return exitError{2, fmt.Errorf("--as-of %q is not a time: write it as RFC 3339, e.g. 2026-12-03T17:00:00Z", o.asOf)}
+		}
+		if o.epoch, err = lk.EpochAsOf(ctx, t); err != nil {
+			return exitError{1, err}
+		}
+	}
 	cut, err := lk.Cut(ctx, o.epoch)
 	if err != nil {
 		return exitError{1, err}

@@ -103,13 +103,15 @@ func init() {
 			name: "cut", summary: "print one transactionally consistent snapshot of every table, and how to read it",
 			detail: "Prints, for every table of the pipeline, the snapshot that holds the same transactions as the others " +
 				"(a transaction that changed two tables is in both snapshots or in neither): by default the cut of the newest " +
-				"checkpoint, or of an older epoch with --epoch. --format trino|spark|duckdb prints ready-to-run SQL for that " +
+				"checkpoint, of an older epoch with --epoch, or the newest one whose transactions all committed in MySQL by a time " +
+				"with --as-of. --format trino|spark|duckdb prints ready-to-run SQL for that " +
 				"engine; --tag NAME also tags those snapshots in every table (kept by snapshot expiry; for --tag-keep, if " +
 				"set). Tables whose copy runs, or that joined the pipeline later, are left out with the reason on stderr. " +
 				"Needs no MySQL password.",
 			setup: func(fs *flag.FlagSet) func(context.Context, *config.Config, []string, io.Writer, io.Writer) error {
 				var o cutOptions
 				fs.Int64Var(&o.epoch, "epoch", 0, "the cut of epoch `N` (at most the checkpoint's); 0: the newest checkpoint's")
+				fs.StringVar(&o.asOf, "as-of", "", "the newest cut whose transactions all committed in MySQL by `TIME` (RFC 3339, e.g. 2026-12-03T17:00:00Z)")
 				format := newChoice("text", "text", "json", "trino", "spark", "duckdb")
 				fs.Var(format, "format", "output: "+format.list())
 				fs.StringVar(&o.catalog, "catalog", "iceberg", "the engine's `NAME` for the catalog, in the SQL printed")

@@ -82,6 +82,9 @@ type Options struct {
 	Interval          time.Duration // seal this long after the epoch's first transaction
 	MaxRows           int           // seal at this many row changes
 	MaxBytes          int           // seal at this many bytes of changes
+	// Received, when set, is called with every transaction Run takes from
+	// its channel (the session's queue releases its bytes).
+	Received func(*cdcsync.Txn)
 	CommitConcurrency int           // tables committed in parallel
 	Retries           int           // attempts per table commit before giving up (default 5)
 	RetryBackoff      time.Duration // first backoff (default 1s), doubled each time up to 30s
@@ -380,6 +383,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return finish(nil)
 			}
 			p.seen.Store(time.Now().UnixNano())
+			if p.opts.Received != nil {
+				p.opts.Received(t)
+			}
 			if t.Progress {
 				// Only chunks of the initial copy wait for positions.
 				if later, err := p.opts.Order.Includes(t.Pos, p.readPos); err == nil && later {

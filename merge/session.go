@@ -613,6 +613,14 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	popts.Order = s.order
 	popts.ForeignKeys = actions
 	popts.Copy.Source = chunks
+	// The transactions read but not yet taken by the pipeline wait within
+	// half an epoch's bytes (see docs/architecture.md, "Memory").
+	queue := newTxnQueue(int64(max(popts.MaxBytes/2, 1<<20)), func(d int64) {
+		if s.opts.Metrics != nil {
+			s.opts.Metrics.QueuedBytes.Add(float64(d))
+		}
+	})
+	popts.Received = queue.received
 	pipe := New(s.lk.Sink(s.tables), ptables, s.next, start, popts, s.log, s.opts.Metrics)
 	if s.opts.Running != nil {
 		s.opts.Running(pipe)
@@ -620,24 +628,33 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	}
 
 	s.log.Info("streaming the binlog", "from", start.String(), "epoch", s.next)
-	txns := make(chan *cdcsync.Txn, 64)
+	read := make(chan *cdcsync.Txn)
 	g, gctx := errgroup.WithContext(ctx)
 	streamCtx, stopStream := context.WithCancel(gctx)
 	defer stopStream()
 	g.Go(func() error {
-		defer close(txns)
+		defer close(read)
 		if s.opts.Streaming != nil {
 			s.opts.Streaming(true)
 			defer s.opts.Streaming(false)
 		}
-		return s.src.Stream(streamCtx, spec, txns)
+		return s.src.Stream(streamCtx, spec, read)
+	})
+	// What was read reaches the pipeline even after ctx ends, until the
+	// pipeline itself stops.
+	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFeed()
+	g.Go(func() error {
+		queue.feed(feedCtx, read)
+		return nil
 	})
 	g.Go(func() error {
-		// The pipeline ends by itself when the stream closes txns; it must not
+		// The pipeline ends by itself when the queue closes; it must not
 		// see gctx's cancellation first, or it would stop before committing
 		// the transactions already read.
-		err := pipe.Run(context.WithoutCancel(ctx), txns)
+		err := pipe.Run(context.WithoutCancel(ctx), queue.out)
 		stopStream()
+		stopFeed()
 		return err
 	})
 	for _, w := range s.opts.Watch {

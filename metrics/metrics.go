@@ -29,6 +29,7 @@ type Metrics struct {
 	LagBytes         prometheus.Gauge // server binlog position minus the committed position, same file only
 	ReadLagSeconds   prometheus.Gauge // now minus the commit time of the last transaction read
 	Transactions     prometheus.Counter
+	QueuedBytes      prometheus.Gauge // decoded transactions read but not yet taken by the pipeline
 	SourceConnected  prometheus.Gauge // 1 while the binlog stream is read
 	SourceSilence    prometheus.Gauge // seconds since the stream last delivered an event or heartbeat
 
@@ -105,6 +106,9 @@ func New() *Metrics {
 		}),
 		LagSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_replication_lag_seconds", Help: "How far the Iceberg tables are behind MySQL: seconds since the oldest transaction read but not yet committed was committed in MySQL; when none waits, seconds since the binlog stream last delivered an event or heartbeat (so it grows while MySQL is unreachable). 0 while this daemon is a standby.",
+		}),
+		QueuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cdcsync_queued_bytes", Help: "Bytes of decoded transactions read from the binlog and waiting for the pipeline (bounded by half of epoch.max_bytes; the binlog reader waits beyond).",
 		}),
 		SourceConnected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_source_connected", Help: "1 while the binlog stream of the source is connected and read, else 0.",
@@ -219,7 +223,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

@@ -78,13 +78,13 @@ var ErrCommit = errors.New("epoch commit failed")
 // Options tune sealing and committing.
 type Options struct {
 	// Order compares the source's positions (required).
-	Order             cdcsync.Order
-	Interval          time.Duration // seal this long after the epoch's first transaction
-	MaxRows           int           // seal at this many row changes
-	MaxBytes          int           // seal at this many bytes of changes
+	Order    cdcsync.Order
+	Interval time.Duration // seal this long after the epoch's first transaction
+	MaxRows  int           // seal at this many row changes
+	MaxBytes int           // seal at this many bytes of changes
 	// Received, when set, is called with every transaction Run takes from
 	// its channel (the session's queue releases its bytes).
-	Received func(*cdcsync.Txn)
+	Received          func(*cdcsync.Txn)
 	CommitConcurrency int           // tables committed in parallel
 	Retries           int           // attempts per table commit before giving up (default 5)
 	RetryBackoff      time.Duration // first backoff (default 1s), doubled each time up to 30s

@@ -86,7 +86,7 @@ func TestDaemonOperability(t *testing.T) {
 	if strings.Contains(metrics, "cdcsync_epochs_committed_total 0") {
 		t.Errorf("no epoch counted as committed:\n%s", metrics)
 	}
-	for _, want := range []string{"cdcsync_source_connected 1", "cdcsync_lease_held 1", "cdcsync_lease_token 1", `cdcsync_build_info{go="go`,
+	for _, want := range []string{"cdcsync_source_connected 1", "cdcsync_lease_held 1", "cdcsync_lease_token 1", `cdcsync_build_info{go="go`, `cdcsync_table_state{state="streaming",table="it_ops.t"} 1`,
 		`cdcsync_table_last_commit_timestamp_seconds{table="it_ops.t"}`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -74,6 +74,11 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	}
 	if err == nil {
 		s.observe(id)
+		state := metrics.StateStreaming
+		if d.Copy != nil && !d.Copy.Done {
+			state = metrics.StateCopying
+		}
+		s.m.SetTableState(id.String(), state)
 	}
 	return err
 }

@@ -670,5 +670,6 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 func (s *session) stoppedMetric(id cdcsync.TableID) {
 	if s.opts.Metrics != nil {
 		s.opts.Metrics.TableStopped.WithLabelValues(id.String()).Set(1)
+		s.opts.Metrics.SetTableState(id.String(), metrics.StateStopped)
 	}
 }

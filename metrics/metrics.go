@@ -54,6 +54,7 @@ type Metrics struct {
 	SchemaChanges *prometheus.CounterVec // schema changes applied, by table, kind and result
 	TablesStopped prometheus.Gauge       // tables cdcsync stopped mirroring (DDL it cannot follow)
 	TableStopped  *prometheus.GaugeVec   // 1 for each table cdcsync stopped mirroring, by table
+	TableState    *prometheus.GaugeVec   // 1 for a table's state (copying, streaming, stopped), 0 for the others
 	// TableLastCommit is the Unix time of each table's last commit.
 	TableLastCommit *prometheus.GaugeVec
 	// CommitsStalled counts the commits an outage of the warehouse or the
@@ -149,6 +150,9 @@ func New() *Metrics {
 		TableStopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cdcsync_table_stopped", Help: "1 for a table cdcsync stopped mirroring (the log and `cdcsync tables` say why and how to resume it).",
 		}, []string{"table"}),
+		TableState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cdcsync_table_state", Help: "1 for the table's state as of its last commit or stop (copying, streaming, stopped), 0 for the other states.",
+		}, []string{"table", "state"}),
 		TableLastCommit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cdcsync_table_last_commit_timestamp_seconds", Help: "Unix time of the table's last commit by this daemon.",
 		}, []string{"table"}),
@@ -223,7 +227,7 @@ func New() *Metrics {
 	}, table)
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
@@ -235,4 +239,23 @@ func New() *Metrics {
 func (m *Metrics) Stopped(table string) {
 	m.TablesStopped.Inc()
 	m.TableStopped.WithLabelValues(table).Set(1)
+	m.SetTableState(table, StateStopped)
+}
+
+// Table states of cdcsync_table_state.
+const (
+	StateCopying   = "copying"
+	StateStreaming = "streaming"
+	StateStopped   = "stopped"
+)
+
+// SetTableState makes state the table's one state.
+func (m *Metrics) SetTableState(table, state string) {
+	for _, s := range []string{StateCopying, StateStreaming, StateStopped} {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.TableState.WithLabelValues(table, s).Set(v)
+	}
 }

@@ -1,10 +1,13 @@
-// Package deploy holds the systemd unit and the Helm chart. The tests check
-// the unit with systemd-analyze, and render the chart with a small
-// implementation of the Helm template functions it uses (text/template),
-// then check the manifests and load the cdcsync configuration they carry
-// with config.Load. When helm is installed (CDCSYNC_HELM=1 bash
-// scripts/test.sh builds it into .tools/bin), helm lint --strict must pass
-// and helm template must render the same manifests.
+// Package deploy holds the systemd unit, the Helm chart, the Prometheus
+// rules and the Grafana dashboard. The tests check the unit with
+// systemd-analyze, and render the chart with a small implementation of
+// the Helm template functions it uses (text/template), then check the
+// manifests and load the cdcsync configuration they carry with
+// config.Load. When helm is installed (CDCSYNC_HELM=1 bash scripts/test.sh
+// builds it into .tools/bin), helm lint --strict must pass and helm
+// template must render the same manifests. The rules and the dashboard
+// may name only metrics cdcsync exports; when promtool is installed, the
+// rules' unit tests (prometheus/cdcsync-rules.test.yaml) must pass.
 package deploy
 
 import (
@@ -74,7 +77,12 @@ func TestSystemdUnit(t *testing.T) {
 		"Service.EnvironmentFile":          "/etc/cdcsync/cdcsync.env",
 		"Service.ReadWritePaths":           "/var/lib/cdcsync",
 		"Service.StateDirectory":           "cdcsync",
-		"Install.WantedBy":                 "multi-user.target",
+		"Service.RuntimeDirectory":         "cdcsync",
+		"Service.RuntimeDirectoryMode":     "0700",
+		// Not invisible: a standby would take a holder of another user
+		// for a dead process (lease.Holder.gone) and skip the fence.
+		"Service.ProtectProc": "noaccess",
+		"Install.WantedBy":    "multi-user.target",
 	}
 	for k, v := range want {
 		if got := unit[k]; !slices.Contains(got, v) {
@@ -83,6 +91,28 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if len(unit["Service.MemoryMax"]) == 0 || len(unit["Service.LimitNOFILE"]) == 0 || len(unit["Service.TimeoutStopSec"]) == 0 {
 		t.Error("the unit sets no MemoryMax, LimitNOFILE or TimeoutStopSec")
+	}
+	// SIGTERM: the last commit (2 minutes at most) and the release of the
+	// lease (10 s) before SIGKILL.
+	if stop, err := strconv.Atoi(strings.Join(unit["Service.TimeoutStopSec"], "")); err != nil || stop < 130 {
+		t.Errorf("TimeoutStopSec %q: want at least 130 (seconds)", unit["Service.TimeoutStopSec"])
+	}
+	// The header's admin.listen is a socket in the runtime directory
+	// (PrivateTmp hides the default one under /tmp from cdcsync resync),
+	// and the configuration accepts it.
+	m := regexp.MustCompile(`(?m)^#\s+listen: (\S+)`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("the unit's header shows no admin.listen for cdcsync.yaml")
+	}
+	sock := strings.ReplaceAll(string(m[1]), "PIPELINE", "shop-prod")
+	if filepath.Dir(sock) != "/run/cdcsync" {
+		t.Errorf("the header's admin.listen %s is not in the unit's RuntimeDirectory /run/cdcsync", sock)
+	}
+	cfgText := "pipeline: shop-prod\nsource: {host: db, user: cdcsync, server_id: 4242, include: [\"shop.*\"]}\n" +
+		"warehouse: {location: /var/lib/cdcsync/warehouse}\ncatalog: {type: sql, sql: {driver: sqlite, dsn: /var/lib/cdcsync/catalog.db}}\n" +
+		"admin: {listen: " + sock + "}\n"
+	if cfg := loadConfig(t, cfgText); cfg.Admin.Network() != "unix" || cfg.Admin.Listen != sock || cfg.Admin.DefaultSocket() {
+		t.Errorf("admin.listen %s loads as %q (%s)", sock, cfg.Admin.Listen, cfg.Admin.Network())
 	}
 
 	// systemd-analyze verify checks every key and that ExecStart is an
@@ -373,9 +403,10 @@ func TestHelmChart(t *testing.T) {
 
 	dep := docs["Deployment/shop-cdcsync"]
 	spec := get(dep, "spec").(map[string]any)
-	if spec["replicas"] != 1 || get(spec, "strategy", "type") != "Recreate" {
-		t.Errorf("one pipeline needs 1 replica and the Recreate strategy, got %v and %v", spec["replicas"], get(spec, "strategy", "type"))
+	if spec["replicas"] != 1 {
+		t.Errorf("without standby the chart runs 1 replica, got %v", spec["replicas"])
 	}
+	checkUpgrade(t, spec)
 	sel := get(spec, "selector", "matchLabels").(map[string]any)
 	podLabels := get(spec, "template", "metadata", "labels").(map[string]any)
 	for k, v := range sel {
@@ -402,10 +433,25 @@ func TestHelmChart(t *testing.T) {
 		get(docs["Service/shop-cdcsync"], "spec", "ports", 0, "targetPort") != "http" {
 		t.Errorf("the container's port %v and the Service's %v", get(ctr, "ports"), get(docs["Service/shop-cdcsync"], "spec", "ports"))
 	}
-	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+	// Readiness is /healthz: /readyz is 503 on a standby, which would
+	// stall every rolling update (see checkUpgrade).
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/healthz"} {
 		if get(ctr, probe, "httpGet", "path") != path || get(ctr, probe, "httpGet", "port") != "http" {
 			t.Errorf("%s: %v, want GET %s on the http port", probe, get(ctr, probe), path)
 		}
+	}
+	// SIGTERM: the last commit (merge.Options.ShutdownTimeout, 2 minutes)
+	// and the release of the lease (10 s) before Kubernetes sends SIGKILL.
+	if g, _ := get(pod, "terminationGracePeriodSeconds").(int); g < 130 {
+		t.Errorf("terminationGracePeriodSeconds %v: the holder needs 2 min for its last commit and 10 s to release the lease", get(pod, "terminationGracePeriodSeconds"))
+	}
+	// A restarted container sees that the old holder is gone (the same
+	// PID namespace) and takes the pipeline back at once.
+	if get(pod, "shareProcessNamespace") != true {
+		t.Errorf("shareProcessNamespace %v, want true", get(pod, "shareProcessNamespace"))
+	}
+	if a := get(pod, "affinity"); a != nil {
+		t.Errorf("affinity %v without standby and without affinity in the values", a)
 	}
 	mounts := map[string]string{}
 	for i := 0; get(ctr, "volumeMounts", i) != nil; i++ {
@@ -469,11 +515,95 @@ func TestHelmChart(t *testing.T) {
 		!reflect.DeepEqual(get(sm, "spec", "selector", "matchLabels"), get(docs["Service/orders-pipeline-cdcsync"], "spec", "selector")) {
 		t.Errorf("ServiceMonitor %v", sm)
 	}
-
-	// standby needs the lease.
-	if _, err := c.render("shop", map[string]any{"standby": true}); !errors.Is(err, errFail) || !strings.Contains(err.Error(), "pipeline lease") {
-		t.Errorf("standby: true renders (%v); want it refused until the lease lands", err)
+	// The rules (deploy/prometheus) select job="cdcsync" and group a
+	// pipeline's daemons by the label pipeline.
+	jobLabel, _ := get(sm, "spec", "jobLabel").(string)
+	if job := get(docs["Service/orders-pipeline-cdcsync"], "metadata", "labels", jobLabel); job != "cdcsync" {
+		t.Errorf("the ServiceMonitor takes the job from the Service's label %q, which is %v; the rules expect job=\"cdcsync\"", jobLabel, job)
 	}
+	if rl := get(sm, "spec", "endpoints", 0, "relabelings", 0); get(rl, "targetLabel") != "pipeline" || get(rl, "replacement") != "cdcsync" ||
+		get(rl, "sourceLabels") != nil {
+		t.Errorf("the ServiceMonitor does not label the targets pipeline=\"cdcsync\" (config.pipeline): %v", get(sm, "spec", "endpoints", 0, "relabelings"))
+	}
+
+	// standby: 2 replicas (one holds the lease, one waits), spread over
+	// nodes, the same upgrade, and the configuration is unchanged.
+	rendered, err = c.render("shop", map[string]any{"standby": true, "config": map[string]any{"pipeline": "shop-prod"},
+		"serviceMonitor": map[string]any{"enabled": true}})
+	if err != nil {
+		t.Fatalf("standby: true: %v", err)
+	}
+	docs = manifests(t, rendered)
+	spec = get(docs["Deployment/shop-cdcsync"], "spec").(map[string]any)
+	if spec["replicas"] != 2 {
+		t.Errorf("standby: true runs %v replicas, want 2", spec["replicas"])
+	}
+	checkUpgrade(t, spec)
+	term := get(spec, "template", "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution", 0, "podAffinityTerm")
+	if get(term, "topologyKey") != "kubernetes.io/hostname" ||
+		!reflect.DeepEqual(get(term, "labelSelector", "matchLabels"), get(spec, "selector", "matchLabels")) {
+		t.Errorf("standby: true does not spread the two pods over nodes: affinity %v", get(spec, "template", "spec", "affinity"))
+	}
+	if cfg := loadConfig(t, get(docs["ConfigMap/shop-cdcsync"], "data", "cdcsync.yaml").(string)); cfg.Pipeline != "shop-prod" || !cfg.Lease.Wait {
+		t.Errorf("standby: true: pipeline %q, lease.wait %v; the standby must wait for the lease", cfg.Pipeline, cfg.Lease.Wait)
+	}
+	if get(docs["ServiceMonitor/shop-cdcsync"], "spec", "endpoints", 0, "relabelings", 0, "replacement") != "shop-prod" {
+		t.Errorf("the ServiceMonitor's pipeline label is not config.pipeline: %v", get(docs["ServiceMonitor/shop-cdcsync"], "spec", "endpoints", 0))
+	}
+	// An affinity of the values replaces the chart's.
+	mine := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"cdc"}}}}}}}}
+	rendered, err = c.render("shop", map[string]any{"standby": true, "affinity": mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := get(manifests(t, rendered)["Deployment/shop-cdcsync"], "spec", "template", "spec", "affinity"); !reflect.DeepEqual(a, any(mine)) {
+		t.Errorf("affinity %v, want the values' %v", a, mine)
+	}
+}
+
+// checkUpgrade checks the Deployment's strategy against the lease. A new
+// pod waits as a standby until the old holder releases the pipeline; it
+// counts as ready because readiness is /healthz (checked above; /readyz is
+// 503 on a standby). maxUnavailable 0: no old pod stops before a new one
+// is ready, so a ready standby takes over when the holder stops, and a
+// new pod that cannot start leaves the old ones running (with /readyz as
+// readiness it would wait for ever). maxSurge 100%: all the new pods
+// start at once, at most twice the replicas.
+func checkUpgrade(t *testing.T, spec map[string]any) {
+	t.Helper()
+	if get(spec, "strategy", "type") != "RollingUpdate" {
+		t.Fatalf("strategy %v, want RollingUpdate", get(spec, "strategy"))
+	}
+	replicas, _ := spec["replicas"].(int)
+	surge := intOrPercent(t, get(spec, "strategy", "rollingUpdate", "maxSurge"), replicas, true)
+	unavail := intOrPercent(t, get(spec, "strategy", "rollingUpdate", "maxUnavailable"), replicas, false)
+	if unavail != 0 || surge != replicas {
+		t.Errorf("maxSurge %d, maxUnavailable %d of %d replicas: want every new pod started before an old one stops (maxSurge 100%%, maxUnavailable 0)",
+			surge, unavail, replicas)
+	}
+}
+
+// intOrPercent resolves a maxSurge or maxUnavailable as the Deployment
+// controller does (percentages of replicas, maxSurge rounded up,
+// maxUnavailable down).
+func intOrPercent(t *testing.T, v any, replicas int, roundUp bool) int {
+	t.Helper()
+	switch x := v.(type) {
+	case int:
+		return x
+	case string:
+		p, err := strconv.Atoi(strings.TrimSuffix(x, "%"))
+		if err != nil || !strings.HasSuffix(x, "%") {
+			t.Fatalf("%q is neither a number nor a percentage", x)
+		}
+		if roundUp {
+			return (p*replicas + 99) / 100
+		}
+		return p * replicas / 100
+	}
+	t.Fatalf("%v (%T) is neither a number nor a percentage", v, v)
+	return 0
 }
 
 func loadConfig(t *testing.T, text string) *config.Config {
@@ -506,11 +636,14 @@ func TestHelmAgrees(t *testing.T) {
 			return
 		}
 	}
-	if out, err := exec.Command(helm, "lint", "--strict", chartDir).CombinedOutput(); err != nil {
-		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	for _, args := range [][]string{{"lint", "--strict", chartDir}, {"lint", "--strict", "--set", "standby=true", chartDir}} {
+		if out, err := exec.Command(helm, args...).CombinedOutput(); err != nil {
+			t.Fatalf("helm %v: %v\n%s", args, err, out)
+		}
 	}
 	c := loadChart(t)
-	for _, set := range [][]string{nil, {"serviceMonitor.enabled=true", "secret.create=false", "secret.existingSecret=s", "service.port=9300"}} {
+	for _, set := range [][]string{nil, {"serviceMonitor.enabled=true", "secret.create=false", "secret.existingSecret=s", "service.port=9300"},
+		{"standby=true", "serviceMonitor.enabled=true", "config.pipeline=shop-prod"}} {
 		args := []string{"template", "shop", chartDir}
 		over := map[string]any{}
 		for _, s := range set {
@@ -603,6 +736,32 @@ func metricNames(t *testing.T) map[string]bool {
 	return names
 }
 
+// variableLabels lists the labels of each cdcsync metric, from the
+// collectors' descriptions.
+func variableLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	m := metrics.New()
+	ch := make(chan *prometheus.Desc, 1024)
+	v := reflect.ValueOf(m).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok && !v.Field(i).IsNil() {
+			c.Describe(ch)
+		}
+	}
+	close(ch)
+	out := map[string][]string{}
+	re := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
+	for d := range ch {
+		if sm := re.FindStringSubmatch(d.String()); sm != nil && sm[2] != "" {
+			out[sm[1]] = strings.Split(sm[2], ",")
+		}
+	}
+	if !slices.Contains(out["cdcsync_maintenance_runs_total"], "table") {
+		t.Fatalf("cannot read the labels of the metrics: %v", out)
+	}
+	return out
+}
+
 func TestPrometheusRules(t *testing.T) {
 	raw, err := os.ReadFile("prometheus/cdcsync-rules.yaml")
 	if err != nil {
@@ -645,6 +804,132 @@ func TestPrometheusRules(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no rules")
+	}
+
+	// increase() counts nothing for a series that first appears at 1: a
+	// counter a rule takes the increase of must exist at 0 from the start,
+	// unless its children are per table (created with the table).
+	fams, err := metrics.New().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[string][]map[string]string{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			children[f.GetName()] = append(children[f.GetName()], labels)
+		}
+	}
+	re := regexp.MustCompile(`increase\((cdcsync_[a-z_]+)(?:\{([^}]*)\})?\[`)
+	matcher := regexp.MustCompile(`([a-z_]+)="([^"]*)"`)
+	checked := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			for _, m := range re.FindAllStringSubmatch(r.Expr, -1) {
+				name, found := m[1], false
+				for _, labels := range children[name] {
+					ok := true
+					for _, lm := range matcher.FindAllStringSubmatch(m[2], -1) {
+						ok = ok && labels[lm[1]] == lm[2]
+					}
+					found = found || ok
+				}
+				switch {
+				case found:
+					checked++
+				case slices.Contains(variableLabels(t)[name], "table"):
+				default:
+					t.Errorf("rule %s: %s{%s} does not exist before its first increment, so increase() misses that one", r.Alert, name, m[2])
+				}
+			}
+		}
+	}
+	if checked < 2 {
+		t.Errorf("%d counters checked; want at least the lease takeovers and the restarts", checked)
+	}
+}
+
+// The rules' unit tests (prometheus/cdcsync-rules.test.yaml) cover the
+// lease's alerts, and pass under promtool when it is installed.
+func TestPrometheusRulesUnitTests(t *testing.T) {
+	raw, err := os.ReadFile("prometheus/cdcsync-rules.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		RuleFiles []string `yaml:"rule_files"`
+		Tests     []struct {
+			Alerts []struct {
+				Alertname string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	if err := yaml.Unmarshal(raw, &tests); err != nil {
+		t.Fatal(err)
+	}
+	fired := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.Alerts {
+			if len(a.ExpAlerts) > 0 {
+				fired[a.Alertname] = true
+			}
+		}
+	}
+	for _, name := range []string{"CdcsyncNoHolder", "CdcsyncAbsent", "CdcsyncDown", "CdcsyncLeaseExpired", "CdcsyncLagging",
+		"CdcsyncSourceDisconnected", "CdcsyncTableStopped", "CdcsyncRestarting", "CdcsyncCrashLooping"} {
+		if !fired[name] {
+			t.Errorf("prometheus/cdcsync-rules.test.yaml never expects %s to fire", name)
+		}
+	}
+	if !reflect.DeepEqual(tests.RuleFiles, []string{"cdcsync-rules.yaml"}) {
+		t.Errorf("rule_files %v", tests.RuleFiles)
+	}
+
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if p := filepath.Join("..", ".tools", "bin", "promtool"); fileExists(p) {
+			promtool = p
+		} else {
+			t.Log("promtool is not installed: the rules' unit tests do not run (docs/operations.md, Monitoring, says how to build it)")
+			return
+		}
+	}
+	if out, err := exec.Command(promtool, "check", "rules", "prometheus/cdcsync-rules.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	// The rules without their descriptions, so that the tests compare
+	// the labels, the timing and the summaries only.
+	var rules map[string]any
+	rulesRaw, err := os.ReadFile("prometheus/cdcsync-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(rulesRaw, &rules); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; get(rules, "groups", i) != nil; i++ {
+		for j := 0; get(rules, "groups", i, "rules", j) != nil; j++ {
+			delete(get(rules, "groups", i, "rules", j, "annotations").(map[string]any), "description")
+		}
+	}
+	stripped, err := yaml.Marshal(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"cdcsync-rules.yaml": stripped, "cdcsync-rules.test.yaml": raw} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "test", "rules", "cdcsync-rules.test.yaml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
 	}
 }
 

@@ -225,6 +225,15 @@ func New() *Metrics {
 	m.CopyETA = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_copy_eta_seconds", Help: "Estimated seconds until the initial copy of a table is done.",
 	}, table)
+	// The children whose labels are known start at 0: increase() and rate()
+	// count nothing for a series that first appears at 1, so an alert on
+	// the first takeover or restart of a process would never fire.
+	for _, how := range []string{"new", "released", "gone", "expired", "resumed"} {
+		m.LeaseTakeovers.WithLabelValues(how)
+	}
+	for _, reason := range []string{"source", "storage", "commit", "new_table", "schema"} {
+		m.Restarts.WithLabelValues(reason)
+	}
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,

@@ -3,10 +3,12 @@ package lease
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,7 +56,9 @@ func (h Holder) gone(self Holder) bool {
 	}
 	start, err := procStart(h.PID)
 	if err != nil {
-		return os.IsNotExist(err)
+		// /proc may hide other users' processes (hidepid): only the
+		// kernel's answer that no such process exists proves it gone.
+		return errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH)
 	}
 	return start != h.ProcStart
 }

@@ -228,6 +228,11 @@ func (s *session) openTables(ctx context.Context) error {
 	s.stopped = map[cdcsync.TableID]bool{}
 	s.recopy = map[cdcsync.TableID]bool{}
 	nstopped := 0
+	if s.opts.Metrics != nil {
+		// A daemon that held the pipeline before may have stale states.
+		s.opts.Metrics.TableStopped.Reset()
+		s.opts.Metrics.TableState.Reset()
+	}
 	var maxEpoch int64
 	for _, ts := range s.in.Schemas {
 		if msgs := s.in.Failed[ts.ID]; len(msgs) > 0 {

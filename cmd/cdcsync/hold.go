@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cdcsync/cdcsync/lake"
@@ -17,9 +18,15 @@ type holding struct {
 	lk     *lake.Lake // the lease's own connection to the catalog
 	adm    *adminServer
 	ls     *lease.Lease
-	ctx    context.Context
+	ctx    context.Context // sessions run under it: it ends with the lease, or the daemon's context
 	cancel context.CancelCauseFunc
-	kept   chan struct{} // closed when Keep has returned
+	// The lease is renewed under its own context, which a signal does not
+	// end: the last commit of a clean stop happens under a valid lease,
+	// then end releases it.
+	stopKeep context.CancelFunc
+	kept     chan struct{} // closed when Keep has returned
+	admMu    sync.Mutex
+	ended    bool
 }
 
 // acquire takes the pipeline's lease, waiting as a standby while another
@@ -52,9 +59,11 @@ func (d *daemon) acquire(ctx context.Context) (*holding, error) {
 	}
 	h := &holding{d: d, lk: lk, ls: ls, kept: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
+	keepCtx, stopKeep := context.WithCancel(context.WithoutCancel(ctx))
+	h.stopKeep = stopKeep
 	go func() {
 		defer close(h.kept)
-		h.cancel(ls.Keep(h.ctx))
+		h.cancel(ls.Keep(keepCtx))
 	}()
 	d.m.LeaseHeld.Set(1)
 	d.holding.Store(true)
@@ -68,15 +77,45 @@ func (d *daemon) acquire(ctx context.Context) (*holding, error) {
 	}
 	// Only the holder serves admin requests (a resync asks the pipeline
 	// that commits); a standby on the same machine leaves the socket to it.
-	if h.adm, err = serveAdmin(d.cfg, d.resync, d.log); err != nil {
+	if err := h.serveAdmin(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) && ee.code == 2 {
 			h.end(false)
 			return nil, err
 		}
-		d.log.Warn("admin requests (cdcsync resync) cannot be served while this daemon holds the pipeline", "error", err)
+		// A previous holder on this machine that is paused still holds
+		// the socket's lock: try again until it is gone.
+		d.log.Warn("admin requests (cdcsync resync) cannot be served yet; retrying every 5 s", "error", err)
+		go h.retryAdmin()
 	}
 	return h, nil
+}
+
+// serveAdmin starts the admin listener unless the holding ended.
+func (h *holding) serveAdmin() error {
+	h.admMu.Lock()
+	defer h.admMu.Unlock()
+	if h.ended {
+		return nil
+	}
+	adm, err := serveAdmin(h.d.cfg, h.d.resync, h.d.log)
+	if err == nil {
+		h.adm = adm
+	}
+	return err
+}
+
+func (h *holding) retryAdmin() {
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		if h.serveAdmin() == nil {
+			return
+		}
+	}
 }
 
 // fence stops the previous holder's commits before this daemon commits
@@ -120,8 +159,12 @@ func (h *holding) lost(err error) error {
 // end stops renewing the lease; with release (after the last commit of a
 // clean stop) it gives the lease up so that a standby takes over at once.
 func (h *holding) end(release bool) {
+	h.admMu.Lock()
+	h.ended = true
 	h.adm.Close()
+	h.admMu.Unlock()
 	h.cancel(context.Canceled)
+	h.stopKeep()
 	<-h.kept
 	h.d.m.LeaseHeld.Set(0)
 	h.d.holding.Store(false)

@@ -188,6 +188,13 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, 
 	props["init_catalog_tables"] = "true"
 	props["type"] = "sql"
 	cat, err := catalog.Load(ctx, cfg.Catalog.Name, props)
+	for try := 0; err != nil && try < 3 && strings.Contains(err.Error(), "SQLSTATE 23505"); try++ {
+		// Two processes that open a new PostgreSQL catalog at once both
+		// create its tables; the loser's CREATE TABLE IF NOT EXISTS fails
+		// on a unique violation: the tables exist now.
+		time.Sleep(100 * time.Millisecond)
+		cat, err = catalog.Load(ctx, cfg.Catalog.Name, props)
+	}
 	if err != nil {
 		release()
 		return nil, nil, redactedError{fmt.Sprintf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -138,8 +139,10 @@ func (s *leaseStore) Swap(ctx context.Context, version string, rec lease.Record)
 	}
 	// The catalog may have applied the commit and failed afterwards, or
 	// refused it because another daemon's swap landed first: the record
-	// tells.
-	fresh, lerr := s.table(ctx)
+	// tells (read with a context of its own: ctx may be what ended).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	fresh, lerr := s.table(rctx)
 	if lerr != nil {
 		return "", fmt.Errorf("swap the lease record: %w", err)
 	}

@@ -280,14 +280,26 @@ func (l *Lease) Keep(ctx context.Context) error {
 }
 
 func (l *Lease) renew(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.TTL/3)
+	// A renewal may take the lease's remaining validity, no more.
+	ctx, cancel := context.WithTimeout(ctx, max(l.deadline()-time.Since(l.lastRenewed()), time.Second))
 	defer cancel()
 	start := time.Now()
 	next := l.rec
 	next.Renewed = start.UTC()
 	nv, err := l.store.Swap(ctx, l.version, next)
 	if errors.Is(err, ErrContended) {
-		return l.lost(ctx)
+		// An earlier renewal whose outcome was unknown (a timeout) may
+		// have landed: the record is still this daemon's, at another
+		// version. Renew on top of it.
+		rec, v, lerr := l.store.Load(ctx)
+		if lerr != nil || rec.Holder.Instance != l.rec.Holder.Instance || rec.Token != l.rec.Token || rec.Released {
+			return l.lost(ctx)
+		}
+		l.version = v
+		nv, err = l.store.Swap(ctx, v, next)
+		if errors.Is(err, ErrContended) {
+			return l.lost(ctx)
+		}
 	}
 	if err != nil {
 		return err

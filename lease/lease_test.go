@@ -12,12 +12,15 @@ import (
 	"time"
 )
 
-// memStore is a Store in memory; fail makes its calls fail (an outage).
+// memStore is a Store in memory; fail makes its calls fail (an outage);
+// lostReply makes the next swap land but report failure (a timeout after
+// the catalog applied the commit).
 type memStore struct {
-	mu      sync.Mutex
-	rec     Record
-	version int
-	fail    error
+	mu        sync.Mutex
+	rec       Record
+	version   int
+	fail      error
+	lostReply bool
 }
 
 func (s *memStore) Load(context.Context) (Record, string, error) {
@@ -47,6 +50,10 @@ func (s *memStore) Swap(_ context.Context, version string, rec Record) (string, 
 	}
 	s.version++
 	s.rec = rec
+	if s.lostReply {
+		s.lostReply = false
+		return "", errOutage
+	}
 	return strconv.Itoa(s.version), nil
 }
 
@@ -348,5 +355,28 @@ func TestContendedAcquireHasOneWinner(t *testing.T) {
 	}
 	if len(won) != 1 || won[0] != 1 {
 		t.Errorf("winners' tokens %v, want exactly one with token 1", won)
+	}
+}
+
+// A renewal that landed although its caller saw it fail (a timeout) is not
+// mistaken for another daemon's takeover: the next renewal goes on.
+func TestRenewalWhoseReplyWasLost(t *testing.T) {
+	ctx := context.Background()
+	s := &memStore{}
+	a, err := Acquire(ctx, s, opts(other("a"), 3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.lostReply = true
+	s.mu.Unlock()
+	if err := a.renew(ctx); !errors.Is(err, errOutage) {
+		t.Fatalf("renewal with a lost reply: %v, want the error", err)
+	}
+	if err := a.renew(ctx); err != nil {
+		t.Fatalf("the next renewal: %v, want it to go on from its own landed record", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
 	}
 }

@@ -1,10 +1,13 @@
 package lake
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +59,24 @@ func (s *leaseStore) table(ctx context.Context) (*table.Table, error) {
 	l := s.l
 	ident := l.LeaseIdent()
 	tbl, err := l.cat.LoadTable(ctx, ident)
-	if !errors.Is(err, catalog.ErrNoSuchTable) {
+	floor := int64(0)
+	switch {
+	case err != nil && !errors.Is(err, catalog.ErrNoSuchTable) && missingFile(err):
+		// A catalog restored from a backup names a metadata file that
+		// later swaps deleted. The record is lost: start a new table
+		// whose tokens continue after the newest one the warehouse knows
+		// (the checkpoint's).
+		ck, _, cerr := l.LoadCheckpoint(ctx)
+		if cerr != nil {
+			return nil, fmt.Errorf("the lease table %s cannot be read (%v), and neither can the checkpoint: %w", strings.Join(ident, "."), err, cerr)
+		}
+		floor = ck.Token
+		l.log.Warn("the lease table's metadata file is gone (was the catalog restored from a backup?); creating the lease table again",
+			"table", strings.Join(ident, "."), "error", err, "tokens_after", floor)
+		if derr := l.cat.DropTable(ctx, ident); derr != nil && !errors.Is(derr, catalog.ErrNoSuchTable) {
+			return nil, fmt.Errorf("drop the unreadable lease table %s: %w", strings.Join(ident, "."), derr)
+		}
+	case !errors.Is(err, catalog.ErrNoSuchTable):
 		return tbl, err
 	}
 	if err := l.cat.CreateNamespace(ctx, table.Identifier{LeaseNamespace}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
@@ -68,7 +88,9 @@ func (s *leaseStore) table(ctx context.Context) (*table.Table, error) {
 		catalog.WithProperties(iceberg.Properties{
 			"comment": fmt.Sprintf("the lease of cdcsync pipeline %s (who holds it: its current snapshot's summary); it holds no rows", l.cfg.Pipeline),
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
+			"format-version": "2",
 			table.MetadataPreviousVersionsMaxKey:      "3",
+			propTokenFloor: strconv.FormatInt(floor, 10),
 		}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return l.cat.LoadTable(ctx, ident) // another daemon created it first
@@ -89,10 +111,24 @@ func (s *leaseStore) Load(ctx context.Context) (lease.Record, string, error) {
 	return leaseRecord(tbl)
 }
 
+// propTokenFloor is the lease table property a table created again starts
+// its tokens after.
+const propTokenFloor = "cdcsync.lease.token-floor"
+
+// missingFile says err is about a file that does not exist.
+func missingFile(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, fs.ErrNotExist) || strings.Contains(msg, "no such file") || strings.Contains(msg, "NoSuchKey") ||
+		strings.Contains(msg, "does not exist")
+}
+
 func leaseRecord(tbl *table.Table) (lease.Record, string, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return lease.Record{}, "", nil
+		// No holder yet: tokens start after the floor (a table created
+		// again after a restore).
+		floor, _ := strconv.ParseInt(tbl.Properties()[propTokenFloor], 10, 64)
+		return lease.Record{Token: floor}, "", nil
 	}
 	var rec lease.Record
 	if snap.Summary == nil || json.Unmarshal([]byte(snap.Summary.Properties[SummaryLease]), &rec) != nil {
@@ -118,24 +154,9 @@ func (s *leaseStore) Swap(ctx context.Context, version string, rec lease.Record)
 	if err != nil {
 		return "", err
 	}
-	tx, err := tbl.NewTransactionOnBranchWithError(table.MainBranch)
-	if err != nil {
-		return "", err
-	}
-	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return "", err
-	}
-	if err := tx.AddFiles(ctx, nil, iceberg.Properties{SummaryLease: string(b)}, false); err != nil {
-		return "", fmt.Errorf("stage the lease record: %w", err)
-	}
-	if tbl.CurrentSnapshot() != nil {
-		if err := tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-			return "", fmt.Errorf("stage the expiry of the lease's old snapshots: %w", err)
-		}
-	}
-	next, err := tx.Commit(ctx)
+	next, err := s.commitRecord(ctx, tbl, string(b))
 	if err == nil {
-		return strconv.FormatInt(next.CurrentSnapshot().SnapshotID, 10), nil
+		return strconv.FormatInt(next, 10), nil
 	}
 	// The catalog may have applied the commit and failed afterwards, or
 	// refused it because another daemon's swap landed first: the record
@@ -154,6 +175,73 @@ func (s *leaseStore) Swap(ctx context.Context, version string, rec lease.Record)
 		return "", lease.ErrContended
 	}
 	return "", fmt.Errorf("swap the lease record: %w", err)
+}
+
+// commitRecord commits a snapshot that carries the record in its summary
+// and replaces every earlier one, asserting the current one. It is staged
+// by hand rather than as an append: an append reads the current snapshot's
+// manifest list, which is gone once that snapshot was expired, and after a
+// catalog restored from a backup the current snapshot is such an expired
+// one. The new snapshot has no parent and an empty manifest list of its own.
+func (s *leaseStore) commitRecord(ctx context.Context, tbl *table.Table, record string) (int64, error) {
+	meta := tbl.Metadata()
+	id := rand.Int64N(1<<62) + 1
+	seq := meta.LastSequenceNumber() + 1
+	var buf bytes.Buffer
+	if err := iceberg.WriteManifestList(meta.Version(), &buf, id, nil, &seq, 0, nil); err != nil {
+		return 0, fmt.Errorf("write the lease's manifest list: %w", err)
+	}
+	fsys, err := s.l.fs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	list := fmt.Sprintf("%s/metadata/snap-%d-lease.avro", strings.TrimRight(tbl.Location(), "/"), id)
+	if err := fsys.WriteFile(list, buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("write the lease's manifest list %s: %w", list, err)
+	}
+	schema := meta.CurrentSchema().ID
+	snap := &table.Snapshot{SnapshotID: id, SequenceNumber: seq, TimestampMs: time.Now().UnixMilli(), ManifestList: list, SchemaID: &schema,
+		Summary: &table.Summary{Operation: table.OpAppend, Properties: iceberg.Properties{SummaryLease: record}}}
+	var old []int64
+	var oldLists []string
+	for _, o := range meta.Snapshots() {
+		old = append(old, o.SnapshotID)
+		oldLists = append(oldLists, o.ManifestList)
+	}
+	var cur *int64
+	if c := meta.CurrentSnapshot(); c != nil {
+		cur = &c.SnapshotID
+	}
+	updates := []table.Update{table.NewAddSnapshotUpdate(snap), table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
+	if len(old) > 0 {
+		updates = append(updates, table.NewRemoveSnapshotsUpdate(old, false))
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()), table.AssertRefSnapshotID(table.MainBranch, cur)}
+	newMeta, _, err := s.l.cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
+	if err != nil {
+		_ = fsys.Remove(list)
+		return 0, err
+	}
+	for _, f := range oldLists {
+		_ = fsys.Remove(f) // best effort: nothing reads an expired snapshot's empty list
+	}
+	// The metadata files the new metadata's log no longer lists
+	// (write.metadata.previous-versions-max) go too, as an append's commit
+	// would delete them.
+	keep := map[string]bool{}
+	for e := range newMeta.PreviousFiles() {
+		keep[e.MetadataFile] = true
+	}
+	gone := []string{tbl.MetadataLocation()}
+	for e := range meta.PreviousFiles() {
+		gone = append(gone, e.MetadataFile)
+	}
+	for _, f := range gone {
+		if f != "" && !keep[f] {
+			_ = fsys.Remove(f)
+		}
+	}
+	return id, nil
 }
 
 // Fence commits, to every table of the pipeline, a snapshot that adds

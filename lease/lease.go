@@ -35,7 +35,8 @@ type Record struct {
 // Store keeps a pipeline's lease record.
 type Store interface {
 	// Load returns the current record and its version; version is "" when
-	// the pipeline has no record yet.
+	// the pipeline has no record yet (then rec.Token is the token the new
+	// holder's must exceed, normally 0).
 	Load(ctx context.Context) (rec Record, version string, err error)
 	// Swap replaces the record of version with rec and returns the new
 	// version. It fails with ErrContended when the record is no longer at
@@ -167,7 +168,9 @@ func Acquire(ctx context.Context, store Store, opts Options) (*Lease, error) {
 		fence, how := false, "expired"
 		switch {
 		case version == "":
-			next.Token, how = 1, "new"
+			// No holder yet; a store created again (after a restore)
+			// returns the token to continue after.
+			next.Token, how = rec.Token+1, "new"
 		case rec.Holder.Instance == opts.Self.Instance:
 			// Still ours (the store was out for a while): nobody took it.
 			next.Token, next.Acquired, how = rec.Token, rec.Acquired, "resumed"

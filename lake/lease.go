@@ -88,9 +88,9 @@ func (s *leaseStore) table(ctx context.Context) (*table.Table, error) {
 		catalog.WithProperties(iceberg.Properties{
 			"comment": fmt.Sprintf("the lease of cdcsync pipeline %s (who holds it: its current snapshot's summary); it holds no rows", l.cfg.Pipeline),
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
-			"format-version": "2",
-			table.MetadataPreviousVersionsMaxKey:      "3",
-			propTokenFloor: strconv.FormatInt(floor, 10),
+			"format-version":                     "2",
+			table.MetadataPreviousVersionsMaxKey: "3",
+			propTokenFloor:                       strconv.FormatInt(floor, 10),
 		}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return l.cat.LoadTable(ctx, ident) // another daemon created it first

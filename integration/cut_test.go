@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestCutIsConsistent(t *testing.T) {
 	defer conn.Close()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	var transfers atomic.Int64
-	stopLoad := inBackground(func() error {
+	stopBackground := inBackground(func() error {
 		from, to := "acct_a", "acct_b"
 		if r.IntN(2) == 0 {
 			from, to = to, from
@@ -63,6 +64,13 @@ func TestCutIsConsistent(t *testing.T) {
 		transfers.Add(1)
 		return conn.Commit()
 	})
+	var stopOnce sync.Once
+	var loadErr error
+	stopLoad := func() error {
+		stopOnce.Do(func() { loadErr = stopBackground() })
+		return loadErr
+	}
+	defer stopLoad() //nolint:errcheck // before conn closes, also when the test fails early
 	p := e.start()
 	<-p.waitFor("streaming the binlog", time.Minute)
 	e.waitCaughtUp(p, time.Minute)

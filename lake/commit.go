@@ -154,7 +154,7 @@ func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
 			// starts again.
 			id := h.SnapshotID
 			if err := t.setRefs(ctx, base, []table.Requirement{table.AssertRefSnapshotID(CopyBranch, nil)},
-				table.NewSetSnapshotRefUpdate(CopyBranch, id, table.BranchRef, -1, -1, -1)); err != nil {
+				table.NewSetSnapshotRefUpdate(CopyBranch, id, table.BranchRef, 0, 0, 0)); err != nil {
 				return fmt.Errorf("start the copy branch of %s: %w", t.ID, err)
 			}
 			base = t.current()
@@ -454,7 +454,8 @@ func (t *Table) promote(ctx context.Context) error {
 	}
 	id := h.SnapshotID
 	err := t.setRefs(ctx, cur, []table.Requirement{table.AssertRefSnapshotID(CopyBranch, &id)},
-		table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1),
+		// 0, not -1: -1 would be sent to a REST catalog, which refuses it.
+		table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, 0, 0, 0),
 		table.NewRemoveSnapshotRefUpdate(CopyBranch))
 	if err != nil {
 		// The catalog may have applied it: the reloaded table says.

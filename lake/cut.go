@@ -219,28 +219,46 @@ func (l *Lake) TagCut(ctx context.Context, cut Cut, name string, keep time.Durat
 	if name == "" || name == table.MainBranch || name == CopyBranch {
 		return fmt.Errorf("a cut cannot be tagged %q: choose another name, e.g. cut-2026-12-03", name)
 	}
-	age := int64(-1)
+	age := int64(0) // 0 is left out of the update: kept until removed
 	if keep > 0 {
 		age = keep.Milliseconds()
 	}
 	for _, t := range cut.Tables {
 		ident := table.Identifier(strings.Split(t.Iceberg, "."))
-		tbl, err := l.LoadTable(ctx, ident)
+		// The daemon commits meanwhile: a commit that lost the race is
+		// staged again on the reloaded table.
+		var err error
+		for try := 0; try < 10; try++ {
+			if err = l.tag(ctx, ident, t, name, age); err == nil || errors.Is(err, errTagTaken) {
+				break
+			}
+			time.Sleep(time.Duration(50*(try+1)) * time.Millisecond)
+		}
 		if err != nil {
 			return err
 		}
-		if s := tbl.Metadata().SnapshotByName(name); s != nil {
-			if s.SnapshotID == t.Snapshot {
-				continue // tagged already
-			}
-			return fmt.Errorf("table %s already has a tag or branch %q (snapshot %d); choose another name", t.Iceberg, name, s.SnapshotID)
+	}
+	return nil
+}
+
+var errTagTaken = errors.New("the tag name is taken")
+
+func (l *Lake) tag(ctx context.Context, ident table.Identifier, t CutTable, name string, age int64) error {
+	tbl, err := l.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if s := tbl.Metadata().SnapshotByName(name); s != nil {
+		if s.SnapshotID == t.Snapshot {
+			return nil // tagged already
 		}
-		_, _, err = l.cat.CommitTable(ctx, ident,
-			[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, nil)},
-			[]table.Update{table.NewSetSnapshotRefUpdate(name, t.Snapshot, table.TagRef, age, -1, -1)})
-		if err != nil {
-			return fmt.Errorf("tag snapshot %d of %s as %q: %w", t.Snapshot, t.Iceberg, name, err)
-		}
+		return fmt.Errorf("table %s already has a tag or branch %q (snapshot %d); choose another name: %w", t.Iceberg, name, s.SnapshotID, errTagTaken)
+	}
+	_, _, err = l.cat.CommitTable(ctx, ident,
+		[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, nil)},
+		[]table.Update{table.NewSetSnapshotRefUpdate(name, t.Snapshot, table.TagRef, age, 0, 0)})
+	if err != nil {
+		return fmt.Errorf("tag snapshot %d of %s as %q: %w", t.Snapshot, t.Iceberg, name, err)
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func (s *leaseStore) commitRecord(ctx context.Context, tbl *table.Table, record 
 	if c := meta.CurrentSnapshot(); c != nil {
 		cur = &c.SnapshotID
 	}
-	updates := []table.Update{table.NewAddSnapshotUpdate(snap), table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}
+	updates := []table.Update{table.NewAddSnapshotUpdate(snap), table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, 0, 0, 0)}
 	if len(old) > 0 {
 		updates = append(updates, table.NewRemoveSnapshotsUpdate(old, false))
 	}

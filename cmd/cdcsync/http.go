@@ -20,12 +20,15 @@ import (
 // serveHTTP serves /metrics, /healthz (a liveness check: the daemon has not
 // given up), /readyz (the initial copies are done, the binlog is being
 // streamed and commits go through; otherwise 503 with the reason),
-// POST /v1/resync?table=DB.TABLE (copy a table afresh; `cdcsync resync`) and
+// POST /v1/resync?table=DB.TABLE (copy a table afresh; `cdcsync resync`),
+// POST /v1/repair?table=DB.TABLE (copy chosen rows afresh; `cdcsync verify
+// --repair`) and
 // Go's profiles under /debug/pprof/ (go tool pprof
 // http://ADDR/debug/pprof/profile?seconds=30; the bench harness uses them,
 // see docs/performance.md). http.listen defaults to 127.0.0.1 only.
-func serveHTTP(addr string, m *metrics.Metrics, st *status, resync func(context.Context, cdcsync.TableID) error, log *slog.Logger) (*http.Server, error) {
+func serveHTTP(addr string, m *metrics.Metrics, st *status, resync func(context.Context, cdcsync.TableID) error, repair http.Handler, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	mux.Handle("/v1/repair", repair)
 	mux.HandleFunc("/v1/resync", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)

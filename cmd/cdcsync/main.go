@@ -32,6 +32,10 @@ Usage:
                                           copy tables afresh from MySQL: online, through the running
                                           daemon (http.listen), while the other tables keep streaming;
                                           with --offline (or no daemon answering) the next run copies them
+  cdcsync verify --config FILE [DB.TABLE ...] [--repair] [--json] [--rate ROWS/S] [--chunk-rows N]
+                                          compare tables with MySQL while both keep changing (default: every
+                                          table the pipeline mirrors); --repair copies the differing keys
+                                          afresh through the running daemon
   cdcsync help                            show this help
 
 Exit codes: 0 success, 1 failure, 2 bad usage or configuration.
@@ -89,6 +93,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fs.BoolVar(&offline, "offline", false, "only mark the tables; the next `cdcsync run` copies them")
 			fs.BoolVar(&all, "all", false, "every table the pipeline mirrors")
 		})
+	case "verify":
+		var f verifyFlags
+		return withConfig(cmd, rest, anyArgs, withPassword(func(cfg *config.Config, fs *flag.FlagSet) error {
+			return runVerify(ctx, cfg, fs.Args(), f, stdout, stderr)
+		}), f.register)
 	case "compact":
 		var maxBytes config.ByteSize
 		return withConfig(cmd, rest, 1, func(cfg *config.Config, fs *flag.FlagSet) error {

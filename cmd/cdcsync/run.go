@@ -66,7 +66,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 			m.TypePolicyValues.WithLabelValues(table, column, policy).Inc()
 		})}
 	if cfg.HTTP.Listen != config.HTTPOff {
-		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, d.resync, log)
+		srv, err := serveHTTP(cfg.HTTP.Listen, m, st, d.resync, d.repairHandler(), log)
 		if err != nil {
 			return err
 		}

@@ -223,6 +223,19 @@ func TestVerifyRowText(t *testing.T) {
 		verifyCompareTexts(t, r, chunkLoad(t, conn, "vfy", "mixed"), p)
 	})
 
+	t.Run("charsets", func(t *testing.T) {
+		// The character sets cdcsync decodes, as the conformance suite
+		// fills them (integration/types_test.go).
+		rdbExec(t, conn, `CREATE TABLE vfy.charsets (id INT PRIMARY KEY, cl CHAR(8) CHARACTER SET latin1, vl VARCHAR(50) CHARACTER SET latin1,
+			tl TEXT CHARACTER SET latin1, ck CHAR(8) CHARACTER SET gbk, g2 VARCHAR(20) CHARACTER SET gb2312, kr VARCHAR(20) CHARACTER SET euckr,
+			cy VARCHAR(20) CHARACTER SET cp1251, l2 VARCHAR(20) CHARACTER SET latin2, u16 VARCHAR(20) CHARACTER SET utf16,
+			u16le VARCHAR(20) CHARACTER SET utf16le, u2 TEXT CHARACTER SET ucs2, u32 VARCHAR(10) CHARACTER SET utf32)`,
+			`INSERT INTO vfy.charsets VALUES (1, 'é ', 'Ünïcödé €‚ƒ„…†‡ˆ‰Š‹Œ', CONVERT(x'ff818d8f909d' USING latin1), '中 ',
+			 '中国・―', '한국어 테스트', 'Привет, мир', 'Zażółć gęślą', 'é𝄞', 'é𝄞', 'é中', '𝄞😀'),
+			 (2, 'ab  ', ' x', 'ÿ', 'a  ', 'a', 'a', 'ё', 'ő', ' ', 'a', 'x', 'a')`)
+		verifyCompareTexts(t, r, chunkLoad(t, conn, "vfy", "charsets"), p)
+	})
+
 	t.Run("zero_dates", func(t *testing.T) {
 		// Zero dates under a policy: NULL is NULL on both sides; to_epoch
 		// differs from the server's text (the chunk is then compared row

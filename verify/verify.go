@@ -416,99 +416,149 @@ func (v *Verifier) rows(ctx context.Context, t *table) (map[string][]any, error)
 
 // settle compares the pending keys row by row, reading them again until
 // each is decided: equal, or different in a comparison that no change in
-// flight can explain. A round reads the keys' rows from MySQL, waits until
-// the lake covers that read, and compares them with the lake's rows as of
-// the first commit that covers it. A key that commit (or, for a read whose
+// flight can explain. A read takes the keys' rows from MySQL; once the
+// lake covers it, they are compared with the lake's rows as of the first
+// commit that covers the read. A key that commit (or, for a read whose
 // exact position is unknown, any commit after the read began) changed is
-// undecided: the lake may show it as of a later point than MySQL did; it
-// is read again in the next round. Keys still undecided after
-// Options.Settle are reported as unsettled.
+// undecided: the lake may show it as of a later point than MySQL did.
+// While a read waits for the lake, the undecided keys are read again every
+// readEvery (at most maxReads reads wait at once), so a key that changes
+// often gets a chance with every commit instead of one per wait. Keys still
+// undecided after Options.Settle are reported as unsettled.
 func (v *Verifier) settle(ctx context.Context, t *table, pending map[string][]any) error {
+	if len(pending) == 0 {
+		return nil
+	}
 	deadline := time.Now().Add(v.opts.Settle)
 	type seen struct{ my, lake string }
 	prev := map[string]seen{} // non-exact reads: a difference must repeat
+	type mysqlRead struct {
+		read  Read
+		rows  map[string]cdcsync.Row
+		asked []string // the keys read, by encoding, sorted
+		at    time.Time
+	}
+	var queue []*mysqlRead
+	lake := map[string]cdcsync.Row{} // the pending keys' rows as of snapshot scanned
+	scanned := int64(-2)
 	start := time.Now()
-	rounds := 0
+	reads := 0
 	for len(pending) > 0 {
-		encs := slices.Sorted(func(yield func(string) bool) {
-			for enc := range pending {
-				if !yield(enc) {
-					return
+		if len(queue) < maxReads && (len(queue) == 0 || time.Since(queue[len(queue)-1].at) >= readEvery) {
+			r := &mysqlRead{rows: map[string]cdcsync.Row{}, at: time.Now()}
+			r.asked = slices.Sorted(func(yield func(string) bool) {
+				for enc := range pending {
+					if !yield(enc) {
+						return
+					}
 				}
+			})
+			keys := make([][]any, len(r.asked))
+			for i, enc := range r.asked {
+				keys[i] = pending[enc]
 			}
-		})
-		keys := make([][]any, len(encs))
-		for i, enc := range encs {
-			keys[i] = pending[enc]
-		}
-		rows, read, err := v.src.Rows(ctx, t.ts, keys)
-		if err != nil {
-			return err
-		}
-		rounds++
-		v.progress(Progress{Table: t.id, Phase: "keys", Chunks: rounds, Rows: int64(len(keys)), Start: start})
-		t.rep.mysqlRead(read.Pos)
-		my := map[string]cdcsync.Row{}
-		for _, r := range rows {
-			enc, err := encodeKey(keyOf(t.ts, r))
+			rows, read, err := v.src.Rows(ctx, t.ts, keys)
 			if err != nil {
 				return err
 			}
-			my[enc] = r
+			r.read = read
+			for _, row := range rows {
+				enc, err := encodeKey(keyOf(t.ts, row))
+				if err != nil {
+					return err
+				}
+				r.rows[enc] = row
+			}
+			queue = append(queue, r)
+			reads++
+			t.rep.mysqlRead(read.Pos)
+			v.progress(Progress{Table: t.id, Phase: "keys", Chunks: reads, Rows: int64(len(pending)), Start: start})
 		}
-		at, err := v.cover(ctx, t, read.Pos)
+		r := queue[0]
+		st, err := v.state(ctx, t)
 		if err != nil {
 			return err
 		}
-		busy, all, err := v.touchedSince(ctx, t, at, read.Low)
+		a, ok, err := v.covering(st, r.read.Pos)
 		if err != nil {
 			return err
 		}
-		lake := map[string]cdcsync.Row{}
-		err = v.lake.Scan(ctx, t.id, t.ts, at.snapshot, func(row cdcsync.Row) error {
-			enc, err := encodeKey(keyOf(t.ts, row))
+		if !ok {
+			if time.Since(r.at) > v.opts.Wait {
+				return v.notCovered(t, r.read.Pos, st)
+			}
+			if err := sleep(ctx, v.opts.Poll); err != nil {
+				return err
+			}
+			continue
+		}
+		queue = queue[1:]
+		t.rep.lakeAt(a)
+		busy, all, err := v.touchedSince(ctx, t, a, r.read.Low)
+		if err != nil {
+			return err
+		}
+		// Reads compared with the same snapshot share its scan (the
+		// pending keys only ever shrink).
+		if a.snapshot != scanned {
+			clear(lake)
+			err = v.lake.Scan(ctx, t.id, t.ts, a.snapshot, func(row cdcsync.Row) error {
+				enc, err := encodeKey(keyOf(t.ts, row))
+				if err != nil {
+					return err
+				}
+				if _, ok := pending[enc]; ok {
+					lake[enc] = row
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			if _, ok := pending[enc]; ok {
-				lake[enc] = row
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+			scanned = a.snapshot
 		}
-		for _, enc := range encs {
-			if all || busy[enc] {
-				continue
+		for _, enc := range r.asked {
+			if _, ok := pending[enc]; !ok || all || busy[enc] {
+				continue // decided by an earlier read, or in flight
 			}
-			m, l := my[enc], lake[enc]
+			m, l := r.rows[enc], lake[enc]
 			if rowsEqual(m, l) {
 				delete(pending, enc)
 				continue
 			}
-			if !read.Exact {
+			if !r.read.Exact {
 				s := seen{rowText(t.ts, m), rowText(t.ts, l)}
 				if p, ok := prev[enc]; !ok || p != s {
 					prev[enc] = s
 					continue
 				}
 			}
-			t.rep.difference(t.ts, pending[enc], m, l, read.Pos, at, v.opts.Examples)
+			t.rep.difference(t.ts, pending[enc], m, l, r.read.Pos, a, v.opts.Examples)
 			delete(pending, enc)
 		}
 		if len(pending) > 0 && time.Now().After(deadline) {
 			t.rep.Unsettled = len(pending)
-			for _, enc := range encs {
-				if key, ok := pending[enc]; ok {
-					t.rep.unsettled = append(t.rep.unsettled, key)
+			for _, enc := range slices.Sorted(func(yield func(string) bool) {
+				for enc := range pending {
+					if !yield(enc) {
+						return
+					}
 				}
+			}) {
+				t.rep.unsettled = append(t.rep.unsettled, pending[enc])
 			}
 			break
 		}
 	}
 	return nil
 }
+
+// While keys settle, they are read again every readEvery, with at most
+// maxReads reads waiting for the lake at once.
+const (
+	readEvery = time.Second
+	maxReads  = 8
+)
 
 // at is the lake snapshot a read is compared with.
 type at struct {
@@ -518,47 +568,78 @@ type at struct {
 	epochs []Epoch
 }
 
+// state reads the table's state from the lake and checks that it can
+// still be compared with the schema verify began with.
+func (v *Verifier) state(ctx context.Context, t *table) (*TableState, error) {
+	st, err := v.lake.State(ctx, t.id)
+	if err != nil {
+		return nil, err
+	}
+	if st.Unverifiable != "" {
+		return nil, errUnverifiable{st.Unverifiable + " (since verify began)"}
+	}
+	if !st.Schema.Same(t.ts) {
+		return nil, errUnverifiable{"its schema changed while verify ran; run verify again"}
+	}
+	return st, nil
+}
+
+// covering returns the first snapshot of st that covers pos: the first
+// epoch commit at or after pos, or, when the table has not changed since
+// its last commit and the checkpoint covers pos, the current snapshot. ok
+// is false while the lake does not cover pos.
+func (v *Verifier) covering(st *TableState, pos cdcsync.Position) (a at, ok bool, err error) {
+	ok, err = v.opts.Order.Includes(st.Effective, pos)
+	if err != nil {
+		return a, false, fmt.Errorf("compare the lake's position %s with MySQL's %s: %w", st.Effective, pos, err)
+	}
+	if !ok {
+		return a, false, nil
+	}
+	for i, e := range st.Epochs {
+		if in, err := v.opts.Order.Includes(e.Pos, pos); err == nil && in {
+			return at{snapshot: e.Snapshot, pos: e.Pos, epochs: st.Epochs[:i+1]}, true, nil
+		}
+	}
+	return at{snapshot: st.Head, pos: st.Effective, epochs: st.Epochs}, true, nil
+}
+
 // cover waits until the lake covers pos and returns the first snapshot
-// that does: the first epoch commit at or after pos, or, when the table
-// has not changed since its last commit and the checkpoint covers pos, the
-// current snapshot.
+// that does (covering).
 func (v *Verifier) cover(ctx context.Context, t *table, pos cdcsync.Position) (at, error) {
 	deadline := time.Now().Add(v.opts.Wait)
 	for {
-		st, err := v.lake.State(ctx, t.id)
+		st, err := v.state(ctx, t)
 		if err != nil {
 			return at{}, err
 		}
-		if st.Unverifiable != "" {
-			return at{}, errUnverifiable{st.Unverifiable + " (since verify began)"}
-		}
-		if !st.Schema.Same(t.ts) {
-			return at{}, errUnverifiable{"its schema changed while verify ran; run verify again"}
-		}
-		ok, err := v.opts.Order.Includes(st.Effective, pos)
+		a, ok, err := v.covering(st, pos)
 		if err != nil {
-			return at{}, fmt.Errorf("compare the lake's position %s with MySQL's %s: %w", st.Effective, pos, err)
+			return at{}, err
 		}
 		if ok {
-			for i, e := range st.Epochs {
-				if in, err := v.opts.Order.Includes(e.Pos, pos); err == nil && in {
-					a := at{snapshot: e.Snapshot, pos: e.Pos, epochs: st.Epochs[:i+1]}
-					t.rep.lakeAt(a)
-					return a, nil
-				}
-			}
-			a := at{snapshot: st.Head, pos: st.Effective, epochs: st.Epochs}
 			t.rep.lakeAt(a)
 			return a, nil
 		}
 		if time.Now().After(deadline) {
-			return at{}, fmt.Errorf("the lake has not committed %s up to MySQL's position %s within %s (it holds up to %s): is `cdcsync run` streaming this pipeline?", t.id, pos, v.opts.Wait, st.Effective)
+			return at{}, v.notCovered(t, pos, st)
 		}
-		select {
-		case <-ctx.Done():
-			return at{}, ctx.Err()
-		case <-time.After(v.opts.Poll):
+		if err := sleep(ctx, v.opts.Poll); err != nil {
+			return at{}, err
 		}
+	}
+}
+
+func (v *Verifier) notCovered(t *table, pos cdcsync.Position, st *TableState) error {
+	return fmt.Errorf("the lake has not committed %s up to MySQL's position %s within %s (it holds up to %s): is `cdcsync run` streaming this pipeline? (--wait sets how long verify waits)", t.id, pos, v.opts.Wait, st.Effective)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 

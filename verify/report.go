@@ -50,7 +50,13 @@ type TableReport struct {
 	Repair  *RepairReport `json:"repair,omitempty"`
 	Elapsed time.Duration `json:"-"`
 	Seconds float64       `json:"seconds"`
+	// Of those, the time spent reading MySQL and reading the lake (the
+	// rest is mostly waiting for the lake to cover MySQL's reads).
+	MySQLSeconds float64 `json:"mysql_seconds"`
+	LakeSeconds  float64 `json:"lake_seconds"`
 
+	mysqlTime time.Duration
+	lakeTime  time.Duration
 	keys      map[string][]any // every differing key, by encoding
 	order     []string         // their encodings in the order found
 	unsettled [][]any
@@ -99,6 +105,7 @@ func (r *TableReport) OK() bool { return r.Status == StatusEqual }
 
 func (r *TableReport) finish(err error) {
 	r.Seconds = r.Elapsed.Seconds()
+	r.MySQLSeconds, r.LakeSeconds = r.mysqlTime.Seconds(), r.lakeTime.Seconds()
 	if err != nil {
 		if why, ok := isUnverifiable(err); ok {
 			r.Status, r.Reason = StatusUnverified, why
@@ -177,7 +184,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, ": %s\n", t.Reason)
 			continue
 		}
-		fmt.Fprintf(&b, ", %d rows in %d chunks compared in %.1fs", t.Rows, t.Chunks, t.Seconds)
+		fmt.Fprintf(&b, ", %d rows in %d chunks compared in %.1fs (reading MySQL %.1fs, the lake %.1fs)", t.Rows, t.Chunks, t.Seconds, t.MySQLSeconds, t.LakeSeconds)
 		if t.ChunksDiffering > 0 {
 			fmt.Fprintf(&b, "; %d chunks differed at first, %d keys compared row by row", t.ChunksDiffering, t.KeysRechecked)
 		}

@@ -174,7 +174,10 @@ func (v *Verifier) checksums(ctx context.Context, t *table) error {
 		c := &chunk{after: after, last: true}
 		var err error
 		if ordered {
-			if c.hi, c.last, err = v.src.NextBound(ctx, t.ts, after, v.opts.ChunkRows); err != nil {
+			began := time.Now()
+			c.hi, c.last, err = v.src.NextBound(ctx, t.ts, after, v.opts.ChunkRows)
+			t.rep.mysqlTime += time.Since(began)
+			if err != nil {
 				return err
 			}
 			if !c.last {
@@ -183,7 +186,10 @@ func (v *Verifier) checksums(ctx context.Context, t *table) error {
 				}
 			}
 		}
-		if c.mysql, c.read, err = v.src.Checksum(ctx, t.ts, c.after, c.hi, c.last); err != nil {
+		began := time.Now()
+		c.mysql, c.read, err = v.src.Checksum(ctx, t.ts, c.after, c.hi, c.last)
+		t.rep.mysqlTime += time.Since(began)
+		if err != nil {
 			return err
 		}
 		t.chunks = append(t.chunks, c)
@@ -203,6 +209,8 @@ func (v *Verifier) checksums(ctx context.Context, t *table) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
+	defer func() { t.rep.lakeTime += time.Since(began) }()
 	err = v.lake.Scan(ctx, t.id, t.ts, at.snapshot, func(row cdcsync.Row) error {
 		c, err := t.chunkOf(row)
 		if err != nil {
@@ -357,6 +365,7 @@ func (v *Verifier) rows(ctx context.Context, t *table) (map[string][]any, error)
 		if !c.differs {
 			continue
 		}
+		began := time.Now()
 		read, err := v.src.Hashes(ctx, t.ts, c.after, c.hi, c.last, func(key []any, hash uint64) error {
 			enc, err := encodeKey(key)
 			if err != nil {
@@ -366,6 +375,7 @@ func (v *Verifier) rows(ctx context.Context, t *table) (map[string][]any, error)
 			rows++
 			return nil
 		})
+		t.rep.mysqlTime += time.Since(began)
 		if err != nil {
 			return nil, err
 		}
@@ -382,6 +392,8 @@ func (v *Verifier) rows(ctx context.Context, t *table) (map[string][]any, error)
 		return nil, err
 	}
 	pending := map[string][]any{}
+	began := time.Now()
+	defer func() { t.rep.lakeTime += time.Since(began) }()
 	err = v.lake.Scan(ctx, t.id, t.ts, at.snapshot, func(row cdcsync.Row) error {
 		c, err := t.chunkOf(row)
 		if err != nil || !c.differs {
@@ -457,7 +469,9 @@ func (v *Verifier) settle(ctx context.Context, t *table, pending map[string][]an
 			for i, enc := range r.asked {
 				keys[i] = pending[enc]
 			}
+			began := time.Now()
 			rows, read, err := v.src.Rows(ctx, t.ts, keys)
+			t.rep.mysqlTime += time.Since(began)
 			if err != nil {
 				return err
 			}
@@ -502,6 +516,7 @@ func (v *Verifier) settle(ctx context.Context, t *table, pending map[string][]an
 		// pending keys only ever shrink).
 		if a.snapshot != scanned {
 			clear(lake)
+			began := time.Now()
 			err = v.lake.Scan(ctx, t.id, t.ts, a.snapshot, func(row cdcsync.Row) error {
 				enc, err := encodeKey(keyOf(t.ts, row))
 				if err != nil {
@@ -512,6 +527,7 @@ func (v *Verifier) settle(ctx context.Context, t *table, pending map[string][]an
 				}
 				return nil
 			})
+			t.rep.lakeTime += time.Since(began)
 			if err != nil {
 				return err
 			}
@@ -597,11 +613,25 @@ func (v *Verifier) covering(st *TableState, pos cdcsync.Position) (a at, ok bool
 		return a, false, nil
 	}
 	for i, e := range st.Epochs {
-		if in, err := v.opts.Order.Includes(e.Pos, pos); err == nil && in {
-			return at{snapshot: e.Snapshot, pos: e.Pos, epochs: st.Epochs[:i+1]}, true, nil
+		if in, err := v.opts.Order.Includes(e.Pos, pos); err != nil || !in {
+			continue
 		}
+		// Commits at the same position (the chunks of a copy, a repair)
+		// follow one another with no transaction between: the table is
+		// at e.Pos after the last of them.
+		for i+1 < len(st.Epochs) && v.samePos(st.Epochs[i+1].Pos, e.Pos) {
+			i++
+		}
+		return at{snapshot: st.Epochs[i].Snapshot, pos: e.Pos, epochs: st.Epochs[:i+1]}, true, nil
 	}
 	return at{snapshot: st.Head, pos: st.Effective, epochs: st.Epochs}, true, nil
+}
+
+// samePos reports whether two positions name the same point.
+func (v *Verifier) samePos(a, b cdcsync.Position) bool {
+	ab, err1 := v.opts.Order.Includes(a, b)
+	ba, err2 := v.opts.Order.Includes(b, a)
+	return err1 == nil && err2 == nil && ab && ba
 }
 
 // cover waits until the lake covers pos and returns the first snapshot

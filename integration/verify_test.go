@@ -381,6 +381,12 @@ func TestVerifyTypes(t *testing.T) {
 			t.Errorf("%s: %d of %d chunks' checksums differed with nothing in flight, want %d", f.table, tr.ChunksDiffering, tr.Chunks, want)
 		}
 	}
+	// The text report, for people.
+	out, code := runCLI(t, "verify", "--config", e.cfgPath, dbName+".ints", dbName+".temporal")
+	if code != 0 || !strings.Contains(out, dbName+".ints: equal, 10 rows in") || !strings.Contains(out, "every table matches MySQL") {
+		t.Errorf("verify printed (exit %d):\n%s", code, out)
+	}
+	t.Logf("verify printed:\n%s", out)
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("cdcsync exited %d; output:\n%s", code, p.output())
 	}

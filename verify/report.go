@@ -184,13 +184,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, ": %s\n", t.Reason)
 			continue
 		}
-		fmt.Fprintf(&b, ", %d rows in %d chunks compared in %.1fs (reading MySQL %.1fs, the lake %.1fs)", t.Rows, t.Chunks, t.Seconds, t.MySQLSeconds, t.LakeSeconds)
+		fmt.Fprintf(&b, ", %s in %s compared in %.1fs (reading MySQL %.1fs, the lake %.1fs)", plural(t.Rows, "row"), plural(int64(t.Chunks), "chunk"),
+			t.Seconds, t.MySQLSeconds, t.LakeSeconds)
 		if t.ChunksDiffering > 0 {
-			fmt.Fprintf(&b, "; %d chunks differed at first, %d keys compared row by row", t.ChunksDiffering, t.KeysRechecked)
+			fmt.Fprintf(&b, "; %s differed at first, %s compared row by row", plural(int64(t.ChunksDiffering), "chunk"), plural(int64(t.KeysRechecked), "key"))
 		}
 		b.WriteString("\n")
 		if t.Differences > 0 {
-			fmt.Fprintf(&b, "  %d keys differ", t.Differences)
+			fmt.Fprintf(&b, "  %s differ", plural(int64(t.Differences), "key"))
 			if len(t.Examples) < t.Differences {
 				fmt.Fprintf(&b, " (the first %d shown)", len(t.Examples))
 			}
@@ -200,7 +201,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		if t.Unsettled > 0 {
-			fmt.Fprintf(&b, "  %d keys changed in every comparison and were not compared (raise --settle, or run verify when the load is lower)\n", t.Unsettled)
+			fmt.Fprintf(&b, "  %s changed in every comparison and were not compared (raise --settle, or run verify when the load is lower)\n", plural(int64(t.Unsettled), "key"))
 		}
 		if t.MySQLFirst != "" {
 			fmt.Fprintf(&b, "  MySQL read at %s", t.MySQLFirst)
@@ -228,4 +229,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s (%.1fs)\n", verdict, r.Seconds)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural writes n and noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

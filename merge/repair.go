@@ -245,6 +245,9 @@ func (p *Pipeline) mergeRepair(ctx context.Context, job *repairJob, barrier func
 	if err := barrier(); err != nil {
 		return res, true, err
 	}
+	if p.schemas[id] != ts {
+		return res, false, fmt.Errorf("%s stopped while its rows were read; run verify again", id)
+	}
 	cols := ts.PrimaryKey
 	lakeRows, err := p.rows.RowsWhere(ctx, id, cols, job.req.keys)
 	if err != nil {

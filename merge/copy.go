@@ -144,7 +144,11 @@ type copier struct {
 	results chan *chunkResult
 	errs    chan error
 	resyncs chan resyncReq
-	wg      sync.WaitGroup
+	// repairs are Pipeline.Repair's requests, repairRead the rows their
+	// goroutines read (repair.go).
+	repairs    chan repairReq
+	repairRead chan *repairRead
+	wg         sync.WaitGroup
 }
 
 func newCopier(opts CopyOptions) *copier {
@@ -161,7 +165,7 @@ func newCopier(opts CopyOptions) *copier {
 		opts.Retries = 3
 	}
 	return &copier{opts: opts, jobs: make(chan chunkJob), opens: make(chan openReq), results: make(chan *chunkResult),
-		errs: make(chan error, 1), resyncs: make(chan resyncReq)}
+		errs: make(chan error, 1), resyncs: make(chan resyncReq), repairs: make(chan repairReq), repairRead: make(chan *repairRead)}
 }
 
 func (c *copier) fail(err error) {

@@ -142,10 +142,11 @@ type Pipeline struct {
 	// readResume is the Resume of what was read last (cdcsync.Txn.Resume):
 	// where a restart must read from while XA transactions are prepared.
 	readResume cdcsync.Position
-	copyEnded  bool          // a copy's last chunk was merged into the open epoch
-	seq        uint64        // transactions read
-	done       chan struct{} // closed when Run returns
-	seen       atomic.Int64  // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
+	copyEnded  bool                    // a copy's last chunk was merged into the open epoch
+	repairs    map[*repairJob]struct{} // repairs in flight (repair.go)
+	seq        uint64                  // transactions read
+	done       chan struct{}           // closed when Run returns
+	seen       atomic.Int64            // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -197,7 +198,8 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 		stopped: map[cdcsync.TableID]bool{}, resumes: map[cdcsync.TableID]cdcsync.Position{},
 		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
 		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
-		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{}}
+		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{},
+		repairs: map[*repairJob]struct{}{}}
 	p.rows, _ = sink.(RowFinder)
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
@@ -250,6 +252,7 @@ func (p *Pipeline) LastSeen() time.Time {
 // statement, a resync and the shutdown wait for it.
 func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	defer close(p.done)
+	defer p.endRepairs(errors.New("the pipeline stopped before the repair was committed; run verify again"))
 	defer p.stopMaintenance()
 	// Commits outlive a shutdown signal (the open epoch is committed on the
 	// way out), up to ShutdownTimeout.
@@ -365,6 +368,14 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		return nil
 	}
+	// mergeRepairs commits the repairs the stream has caught up with; an
+	// error is a failed commit, which ends Run like any other.
+	mergeRepairs := func() error {
+		if len(p.repairs) == 0 {
+			return nil
+		}
+		return p.mergeRepairs(ctx, barrier, func() *Buffer { return open(time.Now()) })
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -395,6 +406,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 					if err := mergeCopies(); err != nil {
 						return err
 					}
+				}
+				if err := mergeRepairs(); err != nil {
+					return err
 				}
 				continue
 			}
@@ -431,6 +445,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 					return err
 				}
 			}
+			if err := mergeRepairs(); err != nil {
+				return err
+			}
 		case req := <-p.copier.opens:
 			p.openWindow(req)
 		case r := <-p.copier.results:
@@ -449,6 +466,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			return finish(err)
 		case req := <-p.copier.resyncs:
 			req.reply <- p.resync(ctx, req.id, barrier)
+		case req := <-p.copier.repairs:
+			p.startRepair(copyCtx, req)
+		case r := <-p.copier.repairRead:
+			p.receiveRepair(copyCtx, r)
+			if err := mergeRepairs(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -552,6 +576,11 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 	p.pos, p.readPos, p.readResume = t.Pos, t.Pos, t.Resume
 	if len(p.copies) > 0 {
 		if err := p.track(t, skip); err != nil {
+			return err
+		}
+	}
+	if len(p.repairs) > 0 {
+		if err := p.trackRepairs(t, skip); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/merge"
 )
 
 // adminServer is the admin listener of `cdcsync run` (admin.listen): POST
-// /v1/resync and, with admin.pprof, Go's profiles under /debug/pprof/. It
+// /v1/resync, POST /v1/repair and, with admin.pprof, Go's profiles under
+// /debug/pprof/. It
 // is apart from http.listen, which a Prometheus setup may expose, and
 // takes requests from programs only (cdcsync resync, curl): a request a
 // web page makes is refused, so a page open in a browser on the same
@@ -35,7 +38,16 @@ type adminServer struct {
 // when admin.listen is off. A TCP listener needs the token (config
 // validation says so); a Unix socket is reachable by the daemon's user and
 // root only (mode 0600) and checks the token too when one is set.
-func serveAdmin(cfg *config.Config, resync func(context.Context, cdcsync.TableID) error, log *slog.Logger) (*adminServer, error) {
+// adminAPI is what the admin endpoints ask of the running daemon.
+type adminAPI interface {
+	// resync copies a table afresh (cdcsync resync).
+	resync(ctx context.Context, id cdcsync.TableID) error
+	// repair copies chosen rows afresh and returns once they are committed
+	// (cdcsync verify --repair).
+	repair(ctx context.Context, id cdcsync.TableID, keys [][]any) (merge.RepairResult, error)
+}
+
+func serveAdmin(cfg *config.Config, api adminAPI, log *slog.Logger) (*adminServer, error) {
 	a := &cfg.Admin
 	if a.Network() == "" {
 		if a.Listen == "" {
@@ -47,7 +59,7 @@ func serveAdmin(cfg *config.Config, resync func(context.Context, cdcsync.TableID
 	if err != nil {
 		return nil, exitError{2, err}
 	}
-	s := &adminServer{srv: &http.Server{Handler: adminHandler(token, a.PProf, resync, log), ReadHeaderTimeout: 10 * time.Second}}
+	s := &adminServer{srv: &http.Server{Handler: adminHandler(token, a.PProf, api, log), ReadHeaderTimeout: 10 * time.Second}}
 	var ln net.Listener
 	if a.Network() == "unix" {
 		s.sock, err = listenAdminSocket(a.Listen, a.DefaultSocket(), cfg.Pipeline, log)
@@ -90,7 +102,7 @@ func (s *adminServer) Close() {
 }
 
 // adminHandler serves the admin endpoints behind adminGuard.
-func adminHandler(token string, pprofOn bool, resync func(context.Context, cdcsync.TableID) error, log *slog.Logger) http.Handler {
+func adminHandler(token string, pprofOn bool, api adminAPI, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/resync", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -103,7 +115,7 @@ func adminHandler(token string, pprofOn bool, resync func(context.Context, cdcsy
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := resync(r.Context(), id); err != nil {
+		if err := api.resync(r.Context(), id); err != nil {
 			code := http.StatusConflict
 			if errors.Is(err, errNotRunning) {
 				code = http.StatusServiceUnavailable
@@ -113,6 +125,36 @@ func adminHandler(token string, pprofOn bool, resync func(context.Context, cdcsy
 		}
 		log.Info("resync requested on the admin listener", "table", id.String())
 		fmt.Fprintf(w, "copying %s afresh; follow cdcsync_copy_rows{table=%q} in /metrics or the daemon's log\n", id, id.String())
+	})
+	mux.HandleFunc("/v1/repair", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "use POST /v1/repair?table=DB.TABLE with {\"keys\": [...]}", http.StatusMethodNotAllowed)
+			return
+		}
+		id, err := parseTableID(r.URL.Query().Get("table"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		keys, err := decodeRepairRequest(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		res, err := api.repair(r.Context(), id, keys)
+		if err != nil {
+			code := http.StatusConflict
+			if errors.Is(err, errNotRunning) {
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		log.Info("repair requested on the admin listener", "table", id.String(), "keys", len(keys),
+			"upserted", res.Upserted, "deleted", res.Deleted, "skipped", res.Skipped, "epoch", res.Epoch)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(repairAnswer(res))
 	})
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
 )
 
@@ -43,9 +44,10 @@ func adminTestConfig(t *testing.T, admin string) *config.Config {
 
 // resyncRecorder is the daemon's side of a resync request.
 type resyncRecorder struct {
-	mu  sync.Mutex
-	ids []string
-	err error
+	mu   sync.Mutex
+	ids  []string
+	keys [][]any // of repairs
+	err  error
 }
 
 func (r *resyncRecorder) resync(_ context.Context, id cdcsync.TableID) error {
@@ -56,6 +58,17 @@ func (r *resyncRecorder) resync(_ context.Context, id cdcsync.TableID) error {
 	}
 	r.ids = append(r.ids, id.String())
 	return nil
+}
+
+func (r *resyncRecorder) repair(_ context.Context, id cdcsync.TableID, keys [][]any) (merge.RepairResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return merge.RepairResult{}, r.err
+	}
+	r.ids = append(r.ids, id.String())
+	r.keys = append(r.keys, keys...)
+	return merge.RepairResult{Epoch: 7, Upserted: len(keys)}, nil
 }
 
 func (r *resyncRecorder) calls() int {
@@ -85,7 +98,7 @@ func (s *syncBuffer) String() string {
 func startAdmin(t *testing.T, cfg *config.Config, rec *resyncRecorder) (*adminServer, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	s, err := serveAdmin(cfg, rec.resync, slog.New(slog.NewTextHandler(logs, nil)))
+	s, err := serveAdmin(cfg, rec, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +210,59 @@ func TestAdminRefusesWebPages(t *testing.T) {
 	}
 }
 
+// TestAdminRepair: cdcsync verify --repair finds the daemon's admin socket
+// and hands it the keys; the daemon's answer comes back, and its errors
+// read as what to do.
+func TestAdminRepair(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	cfg := adminTestConfig(t, "  listen: "+sock+"\n")
+	rec := &resyncRecorder{}
+	startAdmin(t, cfg, rec)
+	client, err := newAdminClient(&cfg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cdcsync.TableID{Database: "a", Table: "t"}
+	keys := [][]any{{int64(1), "x"}, {int64(2), "y\x00z"}}
+	res, err := client.repair(context.Background(), id, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Epoch != 7 || res.Upserted != 2 {
+		t.Errorf("answer %+v, want epoch 7 and 2 upserted", res)
+	}
+	if fmt.Sprint(rec.keys) != fmt.Sprint(keys) || fmt.Sprint(rec.ids) != "[a.t]" {
+		t.Errorf("the daemon got %v %v, want a.t %v", rec.ids, rec.keys, keys)
+	}
+
+	rec.err = errNotRunning
+	if _, err := client.repair(context.Background(), id, keys); err == nil || !strings.Contains(err.Error(), "not streaming right now") {
+		t.Errorf("repair while the pipeline restarts: %v", err)
+	}
+	rec.err = nil
+	c := unixClient(sock)
+	for _, tc := range []struct {
+		method, body string
+		code         int
+		want         string
+	}{
+		{"GET", "", 405, "use POST /v1/repair"},
+		{"POST", "{", 400, `the body must be {"keys": [...]}`},
+		{"POST", `{"keys": ["not a key"]}`, 400, ""},
+	} {
+		if code, body := do(t, c, tc.method, "http://cdcsync/v1/repair?table=a.t", map[string]string{"Content-Type": "application/json"}, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %q: %d %q; want %d and %q", tc.method, tc.body, code, body, tc.code, tc.want)
+		}
+	}
+
+	// No daemon: the error says --repair needs one.
+	cfg2 := adminTestConfig(t, "  listen: "+filepath.Join(t.TempDir(), "none.sock")+"\n")
+	client2, _ := newAdminClient(&cfg2.Admin)
+	if _, err := client2.repair(context.Background(), id, keys); err == nil || !strings.Contains(err.Error(), "--repair goes through the running daemon") || !strings.Contains(err.Error(), "cdcsync resync a.t") {
+		t.Errorf("repair without a daemon: %v", err)
+	}
+}
+
 // TestAdminToken: a TCP admin listener needs the token, compared in
 // constant time and never logged.
 func TestAdminToken(t *testing.T) {
@@ -282,7 +348,7 @@ func TestMain(m *testing.M) {
 			fmt.Println(err)
 			os.Exit(1)
 		}
-		s, err := serveAdmin(cfg, (&resyncRecorder{}).resync, slog.New(slog.DiscardHandler))
+		s, err := serveAdmin(cfg, &resyncRecorder{}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			fmt.Println(err)
 			os.Exit(1)
@@ -339,7 +405,7 @@ func TestAdminSocket(t *testing.T) {
 			t.Errorf("%s: %v, %v; want mode %v", path, fi.Mode(), err, want)
 		}
 	}
-	_, err = serveAdmin(cfg, (&resyncRecorder{}).resync, slog.New(slog.DiscardHandler))
+	_, err = serveAdmin(cfg, &resyncRecorder{}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "another cdcsync daemon serves the admin socket "+sock+`: pipeline "admintest" is running already`) {
 		t.Fatalf("second daemon: %v", err)
 	}
@@ -385,14 +451,14 @@ func TestAdminSocket(t *testing.T) {
 	if err := os.WriteFile(sock, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := serveAdmin(cfg, rec.resync, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), sock+" exists and is not a socket") {
+	if _, err := serveAdmin(cfg, rec, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), sock+" exists and is not a socket") {
 		t.Errorf("a file at the socket path: %v", err)
 	}
 	os.Remove(sock)
 	if err := os.Chmod(filepath.Dir(sock), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := serveAdmin(cfg, rec.resync, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "has mode 0755: others may enter it") {
+	if _, err := serveAdmin(cfg, rec, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "has mode 0755: others may enter it") {
 		t.Errorf("a socket directory others may enter: %v", err)
 	}
 }
@@ -444,6 +510,7 @@ func TestHTTPListenIsReadOnly(t *testing.T) {
 		{"GET", "/readyz", 200, "ready"},
 		{"POST", "/healthz", 405, ""},
 		{"POST", "/v1/resync?table=a.t", 404, "on the admin listener (admin.listen"},
+		{"POST", "/v1/repair?table=a.t", 404, "on the admin listener (admin.listen"},
 		{"GET", "/debug/pprof/", 404, "on the admin listener"},
 		{"GET", "/debug/pprof/profile?seconds=1", 404, "on the admin listener"},
 	} {
@@ -457,7 +524,7 @@ func TestHTTPListenIsReadOnly(t *testing.T) {
 // how to go on.
 func TestAdminOff(t *testing.T) {
 	cfg := adminTestConfig(t, "  listen: \"off\"\n")
-	s, err := serveAdmin(cfg, (&resyncRecorder{}).resync, slog.New(slog.DiscardHandler))
+	s, err := serveAdmin(cfg, &resyncRecorder{}, slog.New(slog.DiscardHandler))
 	if s != nil || err != nil {
 		t.Fatalf("off: %v, %v", s, err)
 	}

@@ -98,7 +98,7 @@ func (h *holding) serveAdmin() error {
 	if h.ended {
 		return nil
 	}
-	adm, err := serveAdmin(h.d.cfg, h.d.resync, h.d.log)
+	adm, err := serveAdmin(h.d.cfg, h.d, h.d.log)
 	if err == nil {
 		h.adm = adm
 	}

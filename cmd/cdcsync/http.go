@@ -19,7 +19,7 @@ import (
 // /healthz (a liveness check: the daemon has not given up) and /readyz (the
 // initial copies are done, the binlog is being streamed and commits go
 // through; otherwise 503 with the reason). A Prometheus setup may expose
-// this address; what changes something (POST /v1/resync) or reveals
+// this address; what changes something (POST /v1/resync, /v1/repair) or reveals
 // internals (Go's profiles) is on the admin listener (admin.go).
 // http.listen defaults to 127.0.0.1 only.
 func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*http.Server, error) {
@@ -41,7 +41,7 @@ func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*
 	})
 	// Where these were served before: say where they are now.
 	moved := func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "not served on http.listen: POST /v1/resync and, with admin.pprof: true, /debug/pprof/ are on the admin listener (admin.listen; cdcsync resync finds it by itself)", http.StatusNotFound)
+		http.Error(w, "not served on http.listen: POST /v1/resync, POST /v1/repair and, with admin.pprof: true, /debug/pprof/ are on the admin listener (admin.listen; cdcsync resync and verify find it by themselves)", http.StatusNotFound)
 	}
 	mux.HandleFunc("/v1/", moved)
 	mux.HandleFunc("/debug/pprof/", moved)

@@ -184,6 +184,23 @@ func init() {
 			},
 		},
 		{
+			name: "verify", args: "[DB.TABLE ...]", nargs: anyArgs,
+			summary: "compare tables with MySQL while both keep changing; --repair copies the keys that differ afresh",
+			detail: "Compares the named tables (default: every table the pipeline mirrors) with MySQL without locks and without " +
+				"stopping the daemon: checksums of primary-key chunks computed by MySQL, then the rows of the chunks that differ, " +
+				"then each differing key until the lake covers a read that saw it, so that changes in flight are never reported. " +
+				"Prints the differing keys with both rows; exits 0 only when everything matches. With --repair, the running " +
+				"daemon (admin.listen) copies the differing keys afresh and they are compared again. Cost and options: docs/verify.md.",
+			password: true,
+			setup: func(fs *flag.FlagSet) func(context.Context, *config.Config, []string, io.Writer, io.Writer) error {
+				var f verifyFlags
+				f.register(fs)
+				return func(ctx context.Context, cfg *config.Config, args []string, stdout, stderr io.Writer) error {
+					return runVerify(ctx, cfg, args, f, stdout, stderr)
+				}
+			},
+		},
+		{
 			name: "version", summary: "print the version, commit, build date and Go version",
 			noConfig: true,
 			setup: func(fs *flag.FlagSet) func(context.Context, *config.Config, []string, io.Writer, io.Writer) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -193,19 +194,38 @@ func (c *adminClient) connect(ctx context.Context) error {
 
 // resync asks the daemon to copy id afresh and returns its answer.
 func (c *adminClient) resync(ctx context.Context, id cdcsync.TableID) (string, error) {
+	body, err := c.post(ctx, "/v1/resync", id, nil, 2*time.Minute)
+	if err != nil {
+		return "", fmt.Errorf("resync %s: %w", id, err)
+	}
+	return string(body), nil
+}
+
+// post sends a POST request for table id to the daemon's admin endpoint
+// path (with a JSON body unless body is nil) and returns the answer of a
+// 200. Other answers are errors that say what to do; unreachableError when
+// no daemon of this version answers.
+func (c *adminClient) post(ctx context.Context, path string, id cdcsync.TableID, body []byte, timeout time.Duration) ([]byte, error) {
 	if err := c.connect(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	host := c.where
 	if c.admin.Network() == "unix" {
 		host = "cdcsync" // the socket is the address; any name does
 	}
-	u := url.URL{Scheme: "http", Host: host, Path: "/v1/resync", RawQuery: url.Values{"table": {id.String()}}.Encode()}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	u := url.URL{Scheme: "http", Host: host, Path: path, RawQuery: url.Values{"table": {id.String()}}.Encode()}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), rd)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -214,20 +234,20 @@ func (c *adminClient) resync(ctx context.Context, id cdcsync.TableID) (string, e
 	if err != nil {
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Op == "dial" {
-			return "", unreachableError{fmt.Errorf("nothing listens at %s: %w", c.where, err)}
+			return nil, unreachableError{fmt.Errorf("nothing listens at %s: %w", c.where, err)}
 		}
-		return "", fmt.Errorf("ask the daemon at %s to resync %s: %w", c.where, id, err)
+		return nil, fmt.Errorf("ask the daemon at %s: %w", c.where, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	text := strings.TrimSpace(string(body))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	text := strings.TrimSpace(string(answer))
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return string(body), nil
+		return answer, nil
 	case http.StatusNotFound:
-		return "", unreachableError{fmt.Errorf("%s does not serve /v1/resync (is it a cdcsync daemon of this version?)", c.where)}
+		return nil, unreachableError{fmt.Errorf("%s does not serve %s (is it a cdcsync daemon of this version?)", c.where, path)}
 	case http.StatusUnauthorized:
-		return "", fmt.Errorf("the daemon at %s refused the admin token: set admin.token or admin.token_file to the daemon's token (%s)", c.where, text)
+		return nil, fmt.Errorf("the daemon at %s refused the admin token: set admin.token or admin.token_file to the daemon's token (%s)", c.where, text)
 	}
-	return "", fmt.Errorf("the daemon at %s refused to resync %s: %s", c.where, id, text)
+	return nil, fmt.Errorf("the daemon at %s refused: %s", c.where, text)
 }

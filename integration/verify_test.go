@@ -88,8 +88,10 @@ func TestVerifyUnderWorkload(t *testing.T) {
 	})
 	inFlight := 0
 	for run := 1; run <= 5; run++ {
-		// Small chunks, so that the integer-keyed tables are split.
-		rep, code, stderr := e.runVerify(binary, "--chunk-rows", "40")
+		// Small chunks, so that the integer-keyed tables are split. The
+		// verify command is the plain build (its package's unit tests run
+		// under -race), the daemon the race build.
+		rep, code, stderr := e.runVerify(plainBinary(t), "--chunk-rows", "40")
 		if code != 0 || !rep.OK {
 			_ = stopLoad()
 			t.Fatalf("run %d: verify exited %d on a clean mirror:\n%s\nstderr:\n%s\ndaemon:\n%s", run, code, reportJSON(rep), stderr, p.output())

@@ -2,6 +2,7 @@ package cdcsync
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 )
 
@@ -51,4 +52,23 @@ func AppendTuple(buf []byte, vals ...any) (out []byte, ok bool) {
 		}
 	}
 	return buf, true
+}
+
+// AppendKey appends the encoding of row's primary key (AppendValue of each
+// key column, in key order) to buf: two rows of the table have the same
+// key exactly when their encodings are equal.
+func (s *TableSchema) AppendKey(buf []byte, row Row) ([]byte, error) {
+	if len(row) != len(s.Columns) {
+		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", s.ID, len(row), len(s.Columns))
+	}
+	for _, i := range s.PrimaryKey {
+		var ok bool
+		if buf, ok = AppendValue(buf, row[i]); !ok {
+			if row[i] == nil {
+				return nil, fmt.Errorf("primary key column %s of %s is NULL", s.Columns[i].Name, s.ID)
+			}
+			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", s.Columns[i].Name, s.ID, row[i], row[i])
+		}
+	}
+	return buf, nil
 }

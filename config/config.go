@@ -40,6 +40,7 @@ type Config struct {
 	HTTP      HTTP        `yaml:"http"`
 	Lease     Lease       `yaml:"lease"`
 	Admin     Admin       `yaml:"admin"`
+	Deletes   Deletes     `yaml:"deletes"`
 
 	Maintenance Maintenance `yaml:"maintenance"`
 	DDL         DDL         `yaml:"ddl"`
@@ -174,6 +175,59 @@ type TableRule struct {
 	Partition []string `yaml:"partition"` // "col", "identity(col)", "bucket(N, col)", "truncate(W, col)", "year(col)", "month(col)", "day(col)", "hour(col)"
 	// DDLIncompatible overrides ddl.incompatible for this table.
 	DDLIncompatible string `yaml:"ddl_incompatible"`
+	// Deletes sets how this table records updates and deletes (position or
+	// equality), also when the table exists: setting it switches the
+	// table. Empty: deletes.mode for a new table, and an existing table
+	// keeps its mode.
+	Deletes string `yaml:"deletes"`
+}
+
+// Deletes is how the tables record updates and deletes, and where the key
+// index that position deletes need lives.
+type Deletes struct {
+	// Mode is how a new table records updates and deletes: "position"
+	// (the default: a position delete of the row replaced, found in a
+	// local key index) or "equality" (an equality delete on the primary
+	// key). Tables keep the mode they were created with unless their
+	// tables[] rule sets deletes.
+	Mode string `yaml:"mode"`
+	// IndexDir is the directory of the pipeline's key index, a cache
+	// rebuilt from the tables when missing. Default: $STATE_DIRECTORY
+	// (systemd's StateDirectory=), else $XDG_STATE_HOME/cdcsync, else
+	// ~/.local/state/cdcsync, followed by /PIPELINE.
+	IndexDir string `yaml:"index_dir"`
+	// IndexCache is the key index's block cache (default 64MiB).
+	IndexCache ByteSize `yaml:"index_cache"`
+}
+
+// Deletes modes.
+const (
+	DeletesPosition = "position"
+	DeletesEquality = "equality"
+)
+
+// DefaultIndexCache is deletes.index_cache's default.
+const DefaultIndexCache = 64 << 20
+
+// IndexPath returns the directory of the pipeline's key index: index_dir,
+// or the default under the user's state directory (see Deletes.IndexDir).
+func (c *Config) IndexPath() (string, error) {
+	if c.Deletes.IndexDir != "" {
+		return c.Deletes.IndexDir, nil
+	}
+	if d := os.Getenv("STATE_DIRECTORY"); d != "" {
+		// systemd may list several, separated by colons: the first.
+		d, _, _ = strings.Cut(d, ":")
+		return filepath.Join(d, c.Pipeline), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "cdcsync", c.Pipeline), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return "", fmt.Errorf("cannot choose a directory for the key index (no $HOME, $XDG_STATE_HOME or $STATE_DIRECTORY): set deletes.index_dir, e.g. /var/lib/cdcsync/%s", c.Pipeline)
+	}
+	return filepath.Join(home, ".local", "state", "cdcsync", c.Pipeline), nil
 }
 
 // Epoch bounds how many changes are collected before one Iceberg commit.
@@ -441,6 +495,11 @@ func (c *Config) applyDefaults() {
 	c.Log.Format = strings.ToLower(strings.TrimSpace(c.Log.Format))
 
 	str("http.listen", &c.HTTP.Listen, DefaultHTTPListen)
+	str("deletes.mode", &c.Deletes.Mode, DeletesPosition)
+	c.Deletes.Mode = strings.ToLower(strings.TrimSpace(c.Deletes.Mode))
+	if c.Deletes.IndexCache == 0 && !c.explicit("deletes.index_cache") {
+		c.Deletes.IndexCache = DefaultIndexCache
+	}
 	dur("lease.ttl", &c.Lease.TTL, DefaultLeaseTTL)
 	if !c.explicit("lease.wait") {
 		c.Lease.Wait = true
@@ -498,6 +557,7 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Source.TLS.KeyFile)
 	abs(&c.Warehouse.S3.CAFile)
 	abs(&c.Admin.TokenFile)
+	abs(&c.Deletes.IndexDir)
 	if c.Admin.Network() == "unix" {
 		abs(&c.Admin.Listen)
 	}

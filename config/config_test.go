@@ -104,6 +104,7 @@ tables:
     name: orders_v1
     partition: ["day(created_at)", "bucket(16, id)"]
     ddl_incompatible: recopy
+    deletes: position
   - match: crm.customers
     partition: [country, "truncate(4, zip)"]
 epoch:
@@ -126,6 +127,10 @@ admin:
   listen: 127.0.0.1:9998
   token: admin-token-secret-value
   pprof: true
+deletes:
+  mode: Equality
+  index_dir: /var/lib/cdcsync/orders
+  index_cache: 16MiB
 memory_limit: 1GiB
 gc_percent: 80
 maintenance:
@@ -177,7 +182,7 @@ var fullWant = Config{
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
 	},
 	Tables: []TableRule{
-		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy"},
+		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy", Deletes: "position"},
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
 	Epoch:       Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
@@ -186,6 +191,7 @@ var fullWant = Config{
 	HTTP:        HTTP{Listen: "0.0.0.0:9999"},
 	Lease:       Lease{TTL: Duration{time.Minute}, Wait: false},
 	Admin:       Admin{Listen: "127.0.0.1:9998", Token: "admin-token-secret-value", PProf: true},
+	Deletes:     Deletes{Mode: "equality", IndexDir: "/var/lib/cdcsync/orders", IndexCache: 16 << 20},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
@@ -273,6 +279,7 @@ func TestDefaults(t *testing.T) {
 		HTTP:      HTTP{Listen: "127.0.0.1:9187"},
 		Lease:     Lease{TTL: Duration{DefaultLeaseTTL}, Wait: true},
 		Admin:     Admin{Listen: sockets[0], sockets: sockets},
+		Deletes:   Deletes{Mode: DeletesPosition, IndexCache: DefaultIndexCache},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxManifests: 50},
@@ -447,6 +454,11 @@ func TestValidationErrors(t *testing.T) {
 			`line 2: catalog.type "hive" is not valid: use one of sql, rest`,
 			`line 4: log.level "verbose" is not valid: use one of debug, info, warn, error`,
 			`line 5: log.format "xml" is not valid: use one of text, json`}},
+		{"bad deletes", "deletes:\n  mode: positon\n  index_dir: ~/idx\n  index_cache: 1KiB\ntables:\n  - match: shop.a\n    deletes: eq\n", []string{
+			`line 2: deletes.mode "positon" is not valid (did you mean position?): use one of position, equality`,
+			`line 3: deletes.index_dir "~/idx" starts with ~, which cdcsync does not expand: write the full path`,
+			`line 4: deletes.index_cache must be at least 1MiB (got 1KiB)`,
+			`line 7: tables[0].deletes "eq" is not valid: use one of position, equality`}},
 		{"bad driver", "catalog:\n  sql:\n    driver: mysql\n", []string{`line 3: catalog.sql.driver "mysql" is not valid: use one of sqlite, postgres`}},
 		{"postgres without dsn", "catalog:\n  sql:\n    driver: postgres\n", []string{`catalog.sql.dsn is missing: the postgres driver needs a connection URL, e.g. dsn: postgres://`}},
 		{"rest without uri", "catalog:\n  type: rest\n", []string{`catalog.rest.uri is missing: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181`}},

@@ -159,6 +159,13 @@ func (c *Config) Validate() error {
 	p.ddl()
 	p.types()
 
+	p.enum("deletes.mode", c.Deletes.Mode, deletesModes)
+	if c.Deletes.IndexCache < 1<<20 {
+		p.add("deletes.index_cache", "deletes.index_cache must be at least 1MiB (got %s), e.g. index_cache: 64MiB", c.Deletes.IndexCache)
+	}
+	if strings.HasPrefix(c.Deletes.IndexDir, "~") {
+		p.add("deletes.index_dir", "deletes.index_dir %q starts with ~, which cdcsync does not expand: write the full path", c.Deletes.IndexDir)
+	}
 	p.enum("log.level", c.Log.Level, logLevels)
 	p.enum("log.format", c.Log.Format, logFormats)
 
@@ -407,8 +414,13 @@ func (p *problems) tables() {
 			}
 		}
 		p.partition(i, r)
+		if r.Deletes != "" {
+			p.enum(fmt.Sprintf("tables[%d].deletes", i), r.Deletes, deletesModes)
+		}
 	}
 }
+
+var deletesModes = []string{DeletesPosition, DeletesEquality}
 
 // identifier checks an Iceberg namespace or table name of a rule.
 func (p *problems) identifier(path, v, what string) bool {

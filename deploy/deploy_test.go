@@ -457,8 +457,15 @@ func TestHelmChart(t *testing.T) {
 	for i := 0; get(ctr, "volumeMounts", i) != nil; i++ {
 		mounts[get(ctr, "volumeMounts", i, "mountPath").(string)] = get(ctr, "volumeMounts", i, "name").(string)
 	}
-	if mounts["/etc/cdcsync"] != "config" || mounts["/tmp"] != "tmp" {
-		t.Errorf("mounts %v: want the configuration at /etc/cdcsync and a writable /tmp", mounts)
+	if mounts["/etc/cdcsync"] != "config" || mounts["/tmp"] != "tmp" || mounts["/var/lib/cdcsync"] != "state" {
+		t.Errorf("mounts %v: want the configuration at /etc/cdcsync, a writable /tmp and /var/lib/cdcsync (the key index)", mounts)
+	}
+	env := map[string]any{}
+	for i := 0; get(ctr, "env", i) != nil; i++ {
+		env[get(ctr, "env", i, "name").(string)] = get(ctr, "env", i, "value")
+	}
+	if env["STATE_DIRECTORY"] != "/var/lib/cdcsync" {
+		t.Errorf("env %v: STATE_DIRECTORY must point at the writable /var/lib/cdcsync, where the key index goes (the root file system is read-only)", env)
 	}
 	if get(pod, "volumes", 0, "configMap", "name") != "shop-cdcsync" {
 		t.Errorf("volumes %v", get(pod, "volumes"))

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 )
@@ -10,7 +11,9 @@ import (
 // TestCrashRecovery kills cdcsync with SIGKILL again and again while the
 // workload runs: at random moments, and at the protocol's critical points
 // (after writing files but before the catalog commit, between two tables'
-// commits of one epoch, before the checkpoint). At the end every table must
+// commits of one epoch, before the checkpoint, after a commit and before
+// the key index records it), and deletes the key index between some rounds.
+// At the end every table must
 // equal MySQL: no duplicate, no missing and no stale row.
 func TestCrashRecovery(t *testing.T) {
 	const dbName = "it_crash"
@@ -34,6 +37,7 @@ func TestCrashRecovery(t *testing.T) {
 		"CDCSYNC_FAULT=before-commit:0.3",
 		"CDCSYNC_FAULT=between-tables:0.5",
 		"CDCSYNC_FAULT=before-checkpoint:0.4",
+		"CDCSYNC_FAULT=before-index:0.3",
 	}
 	const rounds = 24
 	selfKills := 0
@@ -42,6 +46,13 @@ func TestCrashRecovery(t *testing.T) {
 		var env []string
 		if f != "" {
 			env = append(env, f)
+		}
+		if i%6 == 5 {
+			// A wiped disk, or a daemon moved to another machine: the key
+			// index is rebuilt from the tables.
+			if err := os.RemoveAll(e.cfg.Deletes.IndexDir); err != nil {
+				t.Fatal(err)
+			}
 		}
 		p := e.start(env...)
 		deadline := time.After(time.Duration(300+r.IntN(2500)) * time.Millisecond)

@@ -2,7 +2,7 @@ package integration
 
 // Engine tests: independent query engines (Spark with the Iceberg runtime,
 // DuckDB with its iceberg extension) read the tables cdcsync wrote, after
-// upserts and deletes through equality deletes and on partitioned tables,
+// upserts and deletes through position deletes and on partitioned tables,
 // and what they return must equal MySQL row for row.
 //
 // scripts/engines.sh installs the engines into .tools/ (venv, jars) and
@@ -218,10 +218,10 @@ func (r *engineRun) mirror(t *testing.T, seed uint64) {
 	p := e.start()
 	e.waitCaughtUp(p, 2*time.Minute)
 	for i := 0; i < 4; i++ {
-		w.run(t, 120) // streamed: epochs of equality deletes and inserts, compactions between them
+		w.run(t, 120) // streamed: epochs of position deletes and inserts, compactions between them
 		e.waitCaughtUp(p, 2*time.Minute)
 	}
-	// The engines must meet equality deletes that hide superseded rows, or
+	// The engines must meet position deletes that hide superseded rows, or
 	// this test proves nothing about deletes. Maintenance may have compacted
 	// them all away right after the last epoch: then stream a little more.
 	for attempt := 0; ; attempt++ {
@@ -233,7 +233,7 @@ func (r *engineRun) mirror(t *testing.T, seed uint64) {
 			break
 		}
 		if attempt == 4 {
-			t.Fatalf("%s after %d extra rounds of workload; the engine test needs live equality deletes", why, attempt)
+			t.Fatalf("%s after %d extra rounds of workload; the engine test needs live position deletes", why, attempt)
 		}
 		t.Logf("%s; streaming more changes", why)
 		p = e.start()
@@ -244,7 +244,7 @@ func (r *engineRun) mirror(t *testing.T, seed uint64) {
 }
 
 // engineDeletesMissing says why the tables of e are no good for the engine
-// test, or "": each must have equality deletes in its current snapshot, and
+// test, or "": each must have position deletes in its current snapshot, and
 // more rows in its data files than MySQL has (a reader that ignored the
 // deletes would return superseded rows).
 func engineDeletesMissing(t *testing.T, e *env) string {
@@ -261,10 +261,10 @@ func engineDeletesMissing(t *testing.T, e *env) string {
 			t.Fatal(err)
 		}
 		live, _ := r.GetInt(0, 0)
-		deletes, _ := strconv.Atoi(props["total-equality-deletes"])
+		deletes, _ := strconv.Atoi(props["total-position-deletes"])
 		records, _ := strconv.ParseInt(props["total-records"], 10, 64)
 		if deletes == 0 || records <= live {
-			return fmt.Sprintf("%s.%s: %d equality deletes, %d rows in data files, %d in MySQL", e.dbName, name, deletes, records, live)
+			return fmt.Sprintf("%s.%s: %d position deletes, %d rows in data files, %d in MySQL", e.dbName, name, deletes, records, live)
 		}
 		var replaces int
 		for _, s := range tbl.Metadata().Snapshots() {
@@ -272,7 +272,7 @@ func engineDeletesMissing(t *testing.T, e *env) string {
 				replaces++
 			}
 		}
-		t.Logf("%s.%s: %d snapshots (%d compactions), %d equality deletes, %d rows in data files, %d in MySQL",
+		t.Logf("%s.%s: %d snapshots (%d compactions), %d position deletes, %d rows in data files, %d in MySQL",
 			e.dbName, name, len(tbl.Metadata().Snapshots()), replaces, deletes, records, live)
 	}
 	return ""
@@ -363,7 +363,23 @@ func TestEngines(t *testing.T) {
 		ans := runEngineScript(t, m, "duckdb_read.py", req.forDialect(duckdbDialect, tables), nil)
 		compareEngineAnswer(t, duckdbDialect, ans, tables)
 	})
-	t.Run("pyiceberg", func(t *testing.T) { checkPyiceberg(t, m, req, runs) })
+	t.Run("pyiceberg", func(t *testing.T) {
+		checkPyiceberg(t, m, req, runs)
+		// pyiceberg reads the rows of position-mode tables (SQLite
+		// catalogs: Python has no PostgreSQL client here).
+		sqlite := map[string]bool{}
+		for _, c := range req.Catalogs {
+			sqlite[c.Name] = c.SQLite != ""
+		}
+		var mine []*engineTable
+		for _, et := range tables {
+			if sqlite[et.Catalog] {
+				mine = append(mine, et)
+			}
+		}
+		ans := runEngineScript(t, m, "pyiceberg_read.py", req.forDialect(duckdbDialect, mine), nil)
+		compareEngineAnswer(t, duckdbDialect, ans, mine)
+	})
 	t.Run("trino", func(t *testing.T) { runTrino(t, m, req, tables) })
 	holdEngineTables(t, req)
 }

@@ -48,8 +48,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	binary = filepath.Join(dir, "cdcsync")
-	// The daemon is built with the race detector, so every end-to-end test
-	// also checks its goroutines.
+	// The daemon is built with the race detector for the tests that
+	// exercise its goroutines (raceTests in harness_test.go).
 	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/cdcsync")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

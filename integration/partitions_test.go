@@ -62,6 +62,10 @@ func TestCopyManyPartitionsLowFileLimit(t *testing.T) {
 	p := e.startLimited(plainBinary(t), 256)
 	peaks := procPeaks(p)
 	e.waitCaughtUp(p, 5*time.Minute)
+	// The copy's last commit is in the table before the daemon logs it.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.output(), "initial copy finished") && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if !strings.Contains(p.output(), "initial copy finished") {
 		t.Fatalf("no copy finished; output:\n%s", p.output())
 	}

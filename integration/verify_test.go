@@ -239,7 +239,16 @@ func TestVerifyFindsAndRepairs(t *testing.T) {
 	t.Logf("repaired %d keys in epoch %d", items.Repair.Requested, items.Repair.Epoch)
 	rep, code, stderr = e.runVerify(binary)
 	if code != 0 || !rep.OK {
-		t.Fatalf("verify after the repair exited %d:\n%s\nstderr:\n%s", code, reportJSON(rep), stderr)
+		// Tell a table that diverged from a wrong report: compare the
+		// tables whole once the stream is idle.
+		loadStopped = true
+		_ = stopLoad()
+		e.waitCaughtUp(p, 2*time.Minute)
+		for _, name := range mirroredTables {
+			e.assertMirrors(name)
+		}
+		t.Fatalf("verify after the repair exited %d (the tables compared whole afterwards: failed=%v):\n%s\nstderr:\n%s\ndaemon:\n%s",
+			code, t.Failed(), reportJSON(rep), stderr, p.output())
 	}
 	loadStopped = true
 	if err := stopLoad(); err != nil {

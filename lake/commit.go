@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,6 +182,11 @@ func (t *Table) StartCopy(ctx context.Context, e Epoch) error {
 		return err
 	}
 	t.state.copying.Store(copying)
+	if t.state.keys != nil {
+		// The copy starts from an empty table: so does its index.
+		cur := t.current()
+		return t.rebuildIndex(ctx, cur, head(cur.Metadata(), refOf(cur.Metadata())))
+	}
 	return nil
 }
 
@@ -247,6 +253,9 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	err = t.finish(ctx, tx, e, base, t.summary(e, copying))
 	switch {
 	case err == nil:
+		if p := t.state.pending; p != nil && p.keys != nil {
+			t.indexEpoch(e, p, rows)
+		}
 		t.state.pending = nil
 	case errors.Is(err, ErrConflict):
 		// Another writer's snapshot is current: a commit asserting the
@@ -262,6 +271,12 @@ type pendingFiles struct {
 	epoch       Epoch
 	rows, dels  int // rows and deletes they hold
 	data, edels []iceberg.DataFile
+	// In position mode: the snapshot the position deletes were looked up
+	// at (files written on another are not reused), the keys of the
+	// deletes and where each row landed, for the key index.
+	base int64
+	keys [][]byte
+	locs []rowLoc
 }
 
 // epochFiles writes the epoch's data and equality-delete files, or returns
@@ -270,20 +285,31 @@ type pendingFiles struct {
 // commits for an hour leaves one set of files, not one per attempt. Files
 // of an attempt whose writing failed are removed at once.
 func (t *Table) epochFiles(ctx context.Context, base *table.Table, e Epoch, deletes, rows []cdcsync.Row) (data, dels []iceberg.DataFile, err error) {
-	if p := t.state.pending; p != nil && p.epoch == e && p.rows == len(rows) && p.dels == len(deletes) {
+	if p := t.state.pending; p != nil && p.epoch == e && p.rows == len(rows) && p.dels == len(deletes) &&
+		(t.mode != DeletesPosition || p.base == snapshotID(head(base.Metadata(), refOf(base.Metadata())))) {
 		return p.data, p.edels, nil
 	}
 	// Files of another epoch's failed attempt stay where they are: their
 	// commit's outcome may be unknown, and orphan cleanup removes them
-	// once they are old if nothing references them.
+	// once they are old if nothing references them. (So do position
+	// deletes looked up at a snapshot the table has left.)
+	if p := t.state.pending; p != nil && p.epoch == e && p.keys != nil {
+		// This epoch's position deletes name rows of a snapshot the table
+		// has left (a rewrite landed since): the attempt did not commit
+		// (finish checked), so its files are garbage.
+		t.removeFiles(ctx, base, append(slices.Clone(p.data), p.edels...))
+	}
 	t.state.pending = nil
+	if t.mode == DeletesPosition {
+		return t.positionEpochFiles(ctx, base, e, deletes, rows)
+	}
 	if len(rows) > 0 {
-		if data, err = t.writeFiles(ctx, base, t.dataFile, rows); err != nil {
+		if data, err = t.writeFiles(ctx, base, t.dataFile, rows, nil); err != nil {
 			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}
 	}
 	if len(deletes) > 0 {
-		if dels, err = t.writeFiles(ctx, base, t.eqFile, deletes); err != nil {
+		if dels, err = t.writeFiles(ctx, base, t.eqFile, deletes, nil); err != nil {
 			t.removeFiles(ctx, base, data)
 			return nil, nil, fmt.Errorf("write equality deletes of %s: %w", t.ID, err)
 		}

@@ -52,7 +52,7 @@ func added(before, after []string) []string {
 // the table between the attempt's staging and its catalog commit.
 func TestRetryReusesTheAttemptsFiles(t *testing.T) {
 	ctx := context.Background()
-	e := newKV(t, "p")
+	e := newKVMode(t, "p", DeletesEquality)
 	e.churn(6)
 	other := e.second("p") // the same table opened by another process
 	before := e.parquetFiles()
@@ -87,6 +87,69 @@ func TestRetryReusesTheAttemptsFiles(t *testing.T) {
 	if err != nil || c.Epoch != e.epoch {
 		t.Fatalf("committed %+v, %v", c, err)
 	}
+}
+
+// TestPositionRetryRewritesItsDeletes: in position mode, a retry after a
+// rewrite landed looks the rows up again (the positions its first attempt
+// wrote name rows of files the rewrite removed) and removes what the first
+// attempt wrote; the rows stay exact.
+func TestPositionRetryRewritesItsDeletes(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.churn(6)
+	other := e.second("p")
+	before := e.parquetFiles()
+	compacted := false
+	e.tbl.BeforeCommit = func() {
+		if compacted {
+			return
+		}
+		compacted = true
+		if _, err := other.Compact(ctx, CompactOptions{DeleteFiles: 1, DeleteRatio: 0.01, SmallFiles: 1, SmallFileSize: 1 << 30, TargetFileSize: 1 << 30}); err != nil {
+			t.Errorf("compact: %v", err)
+		}
+	}
+	e.epoch++
+	d, r := e.change(keys(1, 5), "retried", []int64{50})
+	if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err == nil || errors.Is(err, ErrConflict) {
+		t.Fatalf("the first attempt: err = %v, want a retryable failure", err)
+	}
+	first := added(before, e.parquetFiles())
+	if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	e.apply(keys(1, 5), "retried", []int64{50})
+	e.assertModel(e.tbl.Iceberg())
+	now := map[string]bool{}
+	for _, f := range e.parquetFiles() {
+		now[f] = true
+	}
+	for _, f := range first {
+		if now[f] && !strings.Contains(f, "compact") && strings.Contains(f, "-00000-") && !inTable(t, e.tbl, f) {
+			t.Errorf("the first attempt's file %s is still there", f)
+		}
+	}
+}
+
+// inTable says whether path is a data or delete file of tb's current
+// snapshot.
+func inTable(t *testing.T, tb *Table, path string) bool {
+	t.Helper()
+	tasks, err := tb.Iceberg().Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range tasks {
+		if strings.HasSuffix(tk.File.FilePath(), path) || strings.HasSuffix(path, tk.File.FilePath()) {
+			return true
+		}
+		for _, d := range append(tk.DeleteFiles, tk.EqualityDeleteFiles...) {
+			if strings.HasSuffix(d.FilePath(), path) || strings.HasSuffix(path, d.FilePath()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // A commit that another writer's snapshot beat can never land: the files

@@ -148,6 +148,23 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	ctx = t.scope(ctx)
 	began := time.Now()
 	defer func() { res.Duration = time.Since(began) }()
+	held := false
+	if t.mode == DeletesPosition {
+		// Epochs write position deletes into the files this run rewrites;
+		// one landing while it runs would be lost with the old file (the
+		// run is dropped then, see restage). So the run holds the commit
+		// lock throughout: epochs of this table wait for it, bounded by
+		// MaxBytes.
+		t.state.commitMu.Lock()
+		held = true
+	}
+	release := func() {
+		if held {
+			held = false
+			t.state.commitMu.Unlock()
+		}
+	}
+	defer release()
 	base := t.current()
 	snap := base.CurrentSnapshot()
 	if snap == nil {
@@ -190,9 +207,10 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if o.Fault != nil {
 		o.Fault("compaction-written")
 	}
-	if err := t.commitCompaction(ctx, &o, base, tasks, results, cleanup, &res); err != nil {
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, cleanup, &res, held); err != nil {
 		return res, err
 	}
+	release()
 	if o.MaxManifests > 0 {
 		before, after, err := t.mergeManifests(ctx, o.MaxManifests)
 		res.ManifestsBefore, res.ManifestsAfter = before, after
@@ -211,16 +229,34 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 // keep applying to the rewritten files (pinned to base's number): the
 // rewrite is staged again on top of them.
 func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
-	results []table.CompactionGroupResult, cleanup func(), res *CompactResult) error {
-	t.state.commitMu.Lock()
-	defer t.state.commitMu.Unlock()
+	results []table.CompactionGroupResult, cleanup func(), res *CompactResult, held bool) error {
+	if !held {
+		t.state.commitMu.Lock()
+		defer t.state.commitMu.Unlock()
+	}
 	snap := base.CurrentSnapshot()
+	rewritten := map[string]struct{}{}
+	for _, gr := range results {
+		for _, f := range gr.OldDataFiles {
+			rewritten[f.FilePath()] = struct{}{}
+		}
+	}
 	runID := newRunID()
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
 		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
 	restage := func(on *table.Table) (*table.Transaction, int, error) {
+		// A position delete committed since the read that names a
+		// rewritten file deletes a row the new files still hold: the
+		// rewrite would bring it back. Drop the run (it runs again later).
+		if hit, err := positionDeletesSince(ctx, on, snap.SnapshotID, rewritten); err != nil || hit != "" {
+			if err == nil {
+				err = fmt.Errorf("%w: position delete file %s, committed while the compaction of %s ran, deletes rows of a file it rewrote; it runs again later",
+					ErrCompactionConflict, hit, t.ID)
+			}
+			return nil, 0, err
+		}
 		res.Replays++
 		plan, err := on.Scan().PlanFiles(ctx)
 		if err != nil {

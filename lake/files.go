@@ -234,13 +234,29 @@ type fileWriter struct {
 
 // writeFiles writes rows as files of out's kind, grouped by partition, at
 // most cap(slots) files open at a time, and returns them in partition
-// order. The files must hold exactly len(rows) rows.
-func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
-	part := out.part
-	groups, err := part.groupRows(rows)
+// order. The files must hold exactly len(rows) rows. When locs is not nil
+// (len(rows) long), locs[i] is set to where rows[i] landed.
+func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row, locs []rowLoc) ([]iceberg.DataFile, error) {
+	groups, err := out.part.groupRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
 	}
+	w, err := t.newFileWriter(ctx, tbl, out)
+	if err != nil {
+		return nil, err
+	}
+	return w.writeGroups(ctx, groups, rows, locs)
+}
+
+// rowLoc is where a written row landed: the index of its file among the
+// files of the write, and its position in that file.
+type rowLoc struct {
+	file int32
+	pos  int64
+}
+
+// newFileWriter prepares the writing of out's files to tbl.
+func (t *Table) newFileWriter(ctx context.Context, tbl *table.Table, out *fileOut) (*fileWriter, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
@@ -253,34 +269,47 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 	if err != nil {
 		return nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
 	}
-	w := &fileWriter{tbl: tbl, tableID: t.ID, part: part, out: out, slots: t.files, fs: wfs, loc: loc,
+	return &fileWriter{tbl: tbl, tableID: t.ID, part: out.part, out: out, slots: t.files, fs: wfs, loc: loc,
 		target: int64(tbl.Properties().GetInt(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)),
 		props:  parquetProps(tbl.Properties(), out.layout),
-		run:    uuid.NewString()}
+		run:    uuid.NewString()}, nil
+}
+
+// writeGroups writes each group's rows as files of its partition; see
+// writeFiles. On an error nothing written is left behind.
+func (w *fileWriter) writeGroups(ctx context.Context, groups []*group, rows []cdcsync.Row, locs []rowLoc) ([]iceberg.DataFile, error) {
 	perGroup := make([][]iceberg.DataFile, len(groups))
-	eg, ctx := errgroup.WithContext(ctx)
+	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(cap(w.slots))
 	for i, g := range groups {
 		eg.Go(func() error {
-			files, err := w.writeGroup(ctx, i, g, rows)
+			files, err := w.writeGroup(gctx, i, g, rows, locs)
 			perGroup[i] = files
 			return err
 		})
 	}
 	werr := eg.Wait()
 	var files []iceberg.DataFile
-	for _, fs := range perGroup {
+	for gi, fs := range perGroup {
+		if locs != nil && werr == nil {
+			// writeGroup numbered the files of its group from 0.
+			for _, i := range groups[gi].rows {
+				locs[i].file += int32(len(files))
+			}
+		}
 		files = append(files, fs...)
 	}
 	if werr == nil {
 		if werr = checkRowCount(files, int64(len(rows))); werr != nil {
-			werr = fmt.Errorf("%s files of %s: %w", contentName(out.content), t.ID, werr)
+			werr = fmt.Errorf("%s files of %s: %w", contentName(w.out.content), w.tableID, werr)
 		}
 	}
 	if werr != nil {
 		// No commit will reference what was written (a full disk, an
 		// outage): remove it now rather than leave it to orphan cleanup.
-		t.removeFiles(ctx, tbl, files)
+		for _, f := range files {
+			_ = w.fs.Remove(f.FilePath())
+		}
 		return nil, werr
 	}
 	return files, nil
@@ -313,7 +342,7 @@ func contentName(c iceberg.ManifestEntryContent) string {
 // target size; on an error it returns the files it completed (for removal)
 // and removes the one it was writing. It holds one slot of the open-file
 // budget while a file is open.
-func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cdcsync.Row) ([]iceberg.DataFile, error) {
+func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cdcsync.Row, locs []rowLoc) ([]iceberg.DataFile, error) {
 	select {
 	case w.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -342,8 +371,10 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 		}
 		return nil
 	}
+	var pos int64 // of the next row in f
 	for n, i := range g.rows {
 		if f == nil {
+			pos = 0
 			name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, gi, w.files.Add(1), fileSuffix(w.out.content))
 			path := w.loc.NewDataLocation(name)
 			if partPath != "" {
@@ -357,6 +388,10 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 		if err := bb.add(rows[i]); err != nil {
 			return files, fmt.Errorf("%s: %w", w.tableID, err)
 		}
+		if locs != nil {
+			locs[i] = rowLoc{file: int32(len(files)), pos: pos}
+		}
+		pos++
 		if bb.n == writeBatchRows || n == len(g.rows)-1 {
 			if err := flush(); err != nil {
 				return files, err

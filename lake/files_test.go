@@ -114,7 +114,7 @@ func TestCommitManyPartitionsLowFileLimit(t *testing.T) {
 		t.Run(fmt.Sprint(spec), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			lk := openLake(t, partitionedConfig(t, dir, "", spec...))
+			lk := openLake(t, partitionedConfig(t, dir, eqMode, spec...))
 			tb, err := lk.EnsureTable(ctx, ordersSchema())
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestCheckRowCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []cdcsync.Row{orderRow(1, 1, "a"), orderRow(2, 2, "b"), orderRow(3, 3, "c")}
-	files, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
+	files, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,3 +265,6 @@ func TestRewriteManyPartitionsLowFileLimit(t *testing.T) {
 		}
 	}
 }
+
+// eqMode is the partitionedConfig extra of the tests of equality mode.
+const eqMode = "deletes:\n  mode: equality\n"

@@ -20,7 +20,7 @@ func TestCompactGlobalDeletes(t *testing.T) {
 	for _, spec := range [][]string{{"day(created_at)", "bucket(4, id)"}, {"note"}} {
 		t.Run(fmt.Sprint(spec), func(t *testing.T) {
 			ctx := context.Background()
-			lk := openLake(t, partitionedConfig(t, t.TempDir(), "", spec...))
+			lk := openLake(t, partitionedConfig(t, t.TempDir(), eqMode, spec...))
 			tb, err := lk.EnsureTable(ctx, ordersSchema())
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +170,7 @@ func rowPartition(t *testing.T, tb *Table, r cdcsync.Row) string {
 // partitioned table reached 172,859 files for 100,000 rows).
 func TestCompactCrowdedPartitions(t *testing.T) {
 	ctx := context.Background()
-	lk := openLake(t, partitionedConfig(t, t.TempDir(), "", "day(created_at)"))
+	lk := openLake(t, partitionedConfig(t, t.TempDir(), eqMode, "day(created_at)"))
 	tb, err := lk.EnsureTable(ctx, ordersSchema())
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/pkindex"
 )
 
 // Snapshot summary keys written on every cdcsync commit.
@@ -69,7 +70,17 @@ type Lake struct {
 	// valid says whether the lease still allows commits.
 	token int64
 	valid func() error
+	// keys holds the key indexes of the tables in position mode
+	// (SetKeyIndex); nil in processes that do not commit epochs.
+	keys *pkindex.DB
+	// beforeIndex, when set, runs after an epoch's catalog commit and
+	// before the key index records it; tests crash there (ForSession).
+	beforeIndex func()
 }
+
+// SetKeyIndex gives the tables opened afterwards their key indexes in db
+// (keyindex.go); the daemon calls it once it holds the pipeline's lease.
+func (l *Lake) SetKeyIndex(db *pkindex.DB) { l.keys = db }
 
 // SetLease records the lease this process holds: the tables opened
 // afterwards carry its fencing token in every commit, ask valid before

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/pkindex"
 )
 
 func kvSchema() *cdcsync.TableSchema {
@@ -40,9 +41,19 @@ type kvEnv struct {
 
 func newKV(t *testing.T, pipeline string) *kvEnv {
 	t.Helper()
+	return newKVMode(t, pipeline, "")
+}
+
+// newKVMode is newKV with the table in deletes mode mode ("" for the
+// default).
+func newKVMode(t *testing.T, pipeline, mode string) *kvEnv {
+	t.Helper()
 	dir := t.TempDir()
 	e := &kvEnv{t: t, dir: dir, model: map[int64]string{}}
 	e.cfg = kvConfig(t, dir, pipeline)
+	if mode != "" {
+		e.cfg.Deletes.Mode = mode
+	}
 	e.lk = openLake(t, e.cfg)
 	tb, err := e.lk.EnsureTable(context.Background(), kvSchema())
 	if err != nil {
@@ -79,7 +90,19 @@ func openLake(t testing.TB, cfg *config.Config) *Lake {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lk.Close() })
+	lk.SetKeyIndex(openKeyIndex(t, filepath.Join(t.TempDir(), "keys")))
 	return lk
+}
+
+// openKeyIndex opens a key index in dir for the test's lake.
+func openKeyIndex(t testing.TB, dir string) *pkindex.DB {
+	t.Helper()
+	db, err := pkindex.Open(dir, pkindex.Options{CacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // second opens another handle on the same table, as a second process would.
@@ -202,7 +225,7 @@ func manifestCount(t *testing.T, tbl *table.Table) int {
 
 func TestCompactAppliesAndDropsDeletes(t *testing.T) {
 	ctx := context.Background()
-	e := newKV(t, "p")
+	e := newKVMode(t, "p", DeletesEquality)
 	e.commit(nil, keys(1, 100), "copy", nil)
 	e.churn(8)
 	before := e.tbl.Stats()
@@ -286,7 +309,7 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("daemon drops a rewrite that raced with a commit", func(t *testing.T) {
-		e := newKV(t, "p")
+		e := newKVMode(t, "p", DeletesEquality)
 		e.commit(nil, keys(1, 20), "copy", nil)
 		e.churn(4)
 		other := e.second("p")
@@ -312,7 +335,7 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 	})
 
 	t.Run("cdcsync compact re-stages it with the pinned sequence number", func(t *testing.T) {
-		e := newKV(t, "p")
+		e := newKVMode(t, "p", DeletesEquality)
 		e.commit(nil, keys(1, 20), "copy", nil)
 		e.churn(4)
 		daemon := e.second("p")
@@ -371,7 +394,7 @@ func TestRewriteSequenceNumbers(t *testing.T) {
 	// longer applies to it: the old image of the updated key comes back.
 	t.Run("iceberg-go's default sequence number would resurrect the row", func(t *testing.T) {
 		for _, pin := range []bool{false, true} {
-			e := newKV(t, "p")
+			e := newKVMode(t, "p", DeletesEquality)
 			e.commit(nil, keys(1, 20), "copy", nil)
 			e.churn(2)
 			base := e.tbl.Iceberg()
@@ -707,7 +730,7 @@ func TestCompactWhileEpochsCommit(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("epochs between the rewrite and its commit", func(t *testing.T) {
-		e := newKV(t, "p")
+		e := newKVMode(t, "p", DeletesEquality)
 		e.commit(nil, keys(1, 50), "copy", nil)
 		e.churn(5)
 		readSeq := e.tbl.Iceberg().CurrentSnapshot().SequenceNumber
@@ -750,7 +773,7 @@ func TestCompactWhileEpochsCommit(t *testing.T) {
 	})
 
 	t.Run("concurrent", func(t *testing.T) {
-		e := newKV(t, "p")
+		e := newKVMode(t, "p", DeletesEquality)
 		e.commit(nil, keys(1, 100), "copy", nil)
 		e.churn(4)
 		o := testOpts()

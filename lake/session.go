@@ -24,6 +24,7 @@ func (l *Lake) ForSession(m *metrics.Metrics, fault func(string)) *SessionLake {
 	if fault == nil {
 		fault = func(string) {}
 	}
+	l.beforeIndex = func() { fault("before-index") }
 	return &SessionLake{l: l, m: m, fault: fault}
 }
 
@@ -82,6 +83,7 @@ func (s *SessionLake) Sink(tables map[cdcsync.TableID]merge.LakeTable) merge.Sin
 	for id, t := range tables {
 		ts[id] = t.(*SessionTable).t
 	}
+	s.l.dropUnusedIndexes(ts)
 	return s.l.NewSink(ts, s.m, s.l.NewMaintainer(s.l.cfg.Maintenance, s.fault))
 }
 

@@ -31,12 +31,14 @@ type Sink struct {
 	// committing one while the reader looks tables up.
 	mu     sync.RWMutex
 	tables map[cdcsync.TableID]*Table
+	// indexSeen are the key index counts already published, per table.
+	indexSeen map[cdcsync.TableID]IndexCounts
 }
 
 // NewSink returns the sink of a session's tables, and publishes their
 // file and snapshot counts to m.
 func (l *Lake) NewSink(tables map[cdcsync.TableID]*Table, m *metrics.Metrics, maint *Maintainer) *Sink {
-	s := &Sink{lake: l, tables: tables, m: m, maint: maint}
+	s := &Sink{lake: l, tables: tables, m: m, maint: maint, indexSeen: map[cdcsync.TableID]IndexCounts{}}
 	for id := range tables {
 		s.observe(id)
 	}
@@ -153,6 +155,21 @@ func (s *Sink) observe(id cdcsync.TableID) {
 	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
 	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
 	s.m.TableLastCommit.WithLabelValues(name).SetToCurrentTime()
+	if c, ok := t.IndexCounts(); ok {
+		s.mu.Lock()
+		seen := s.indexSeen[id]
+		s.indexSeen[id] = c
+		s.mu.Unlock()
+		if c.Rebuilds < seen.Rebuilds || c.Replayed < seen.Replayed {
+			seen = IndexCounts{} // the table was opened again
+		}
+		s.m.KeyIndexRebuilds.WithLabelValues(name).Add(float64(c.Rebuilds - seen.Rebuilds))
+		s.m.KeyIndexRebuildRows.WithLabelValues(name).Add(float64(c.RebuildRows - seen.RebuildRows))
+		s.m.KeyIndexReplayed.WithLabelValues(name).Add(float64(c.Replayed - seen.Replayed))
+	}
+	if s.lake.keys != nil {
+		s.m.KeyIndexDiskBytes.Set(float64(s.lake.keys.Stats().DiskBytes))
+	}
 }
 
 // StartCopy empties a table and starts its copy afresh (merge.CopySink).

@@ -41,6 +41,7 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lk.Close()
+	lk.SetKeyIndex(openKeyIndex(t, filepath.Join(dir, "keys")))
 	schema := func(name string) *cdcsync.TableSchema {
 		return &cdcsync.TableSchema{ID: cdcsync.TableID{Database: "shop", Table: name}, Columns: []cdcsync.Column{
 			{Name: "id", DataType: "bigint", ColumnType: "bigint(20)", Kind: cdcsync.KindInt64},

@@ -50,8 +50,11 @@ type Table struct {
 	// they hold the key columns only and go to the partition of delOut's
 	// partition sources.
 	dataFile, eqFile *fileOut
-	part             *partitioner // the table's partition spec
-	files            chan struct{}
+	// mode is how the table records updates and deletes: DeletesPosition
+	// (through the key index, state.keys) or DeletesEquality.
+	mode  string
+	part  *partitioner // the table's partition spec
+	files chan struct{}
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
 
@@ -76,6 +79,10 @@ type tableState struct {
 	global globalParts // the partitions of the global delete files compaction read
 	// pending are the files of an epoch whose commit failed (under commitMu).
 	pending *pendingFiles
+	// keys is the key index of a table in position mode (keyindex.go), nil
+	// in equality mode and where no index is open (commands that do not
+	// commit epochs). Used under commitMu.
+	keys *keyIndex
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
@@ -191,8 +198,10 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		if err != nil {
 			return nil, err
 		}
-		if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
-			return nil, err
+		if deletesMode(tbl) == DeletesEquality {
+			if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
+				return nil, err
+			}
 		}
 		return l.newTable(ts, ident, tbl)
 	case err != nil:
@@ -223,8 +232,13 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		}
 		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
 	}
-	if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
+	if tbl, err = l.switchDeletes(ctx, ident, tbl, ts.ID); err != nil {
 		return nil, err
+	}
+	if deletesMode(tbl) == DeletesEquality {
+		if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
 		if err := compatibleColumns(ts, tbl.Schema()); err != nil {
@@ -294,7 +308,11 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.cfg.Pipeline}
+	mode := l.cfg.Deletes.Mode
+	if r := l.cfg.Rule(ts.ID.Database, ts.ID.Table); r != nil && r.Deletes != "" {
+		mode = r.Deletes
+	}
+	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.cfg.Pipeline, PropDeletes: mode}
 	for k, v := range tableProperties {
 		props[k] = v
 	}
@@ -302,7 +320,7 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	if err != nil {
 		return nil, fmt.Errorf("create Iceberg table %s for %s: %w", strings.Join(ident, "."), ts.ID, err)
 	}
-	l.log.Info("created Iceberg table", "table", ts.ID.String(), "iceberg", strings.Join(ident, "."), "partition", spec.String())
+	l.log.Info("created Iceberg table", "table", ts.ID.String(), "iceberg", strings.Join(ident, "."), "partition", spec.String(), "deletes", mode)
 	return tbl, nil
 }
 
@@ -424,11 +442,40 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	return &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
+	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
 		eqFile:   eqFile,
-		part:     part, files: l.files}, nil
+		part:     part, files: l.files,
+		mode: deletesMode(tbl)}
+	if t.mode == DeletesPosition && l.keys != nil {
+		if err := t.attachIndex(l.keys, l.log, l.beforeIndex); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// switchDeletes sets the table's deletes mode to what its tables[] rule
+// asks, when the rule sets one that differs, and returns the table as
+// reloaded.
+func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *table.Table, id cdcsync.TableID) (*table.Table, error) {
+	r := l.cfg.Rule(id.Database, id.Table)
+	if r == nil || r.Deletes == "" || r.Deletes == deletesMode(tbl) {
+		return tbl, nil
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
+	updates := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{PropDeletes: r.Deletes})}
+	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
+		return nil, fmt.Errorf("switch %s to %s deletes (its tables[] rule sets deletes: %s): %w", id, r.Deletes, r.Deletes, err)
+	}
+	fresh, err := l.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	}
+	l.log.Info("switched the table's deletes mode, as its tables[] rule asks; its older deletes stay until compaction clears them",
+		"table", id.String(), "from", deletesMode(tbl), "to", r.Deletes)
+	return fresh, nil
 }
 
 // Global equality deletes. An equality delete file written under an

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -173,8 +174,9 @@ func (v *VerifyView) Scan(ctx context.Context, id cdcsync.TableID, ts *cdcsync.T
 }
 
 // Touched returns the keys whose rows the commit of snapshot changed: the
-// keys of the equality deletes it added (an epoch writes one for every key
-// it touches). all is true when the commit removed data files (a TRUNCATE
+// keys of the equality deletes it added (an equality-mode epoch writes one
+// for every key it touches), or in position mode the keys of the rows it
+// added and of those it deleted by position. all is true when the commit removed data files (a TRUNCATE
 // empties the table that way), so any row may have changed.
 func (v *VerifyView) Touched(ctx context.Context, id cdcsync.TableID, ts *cdcsync.TableSchema, snapshot int64) (map[string]bool, bool, error) {
 	tbl, err := v.loaded(ctx, id)
@@ -199,25 +201,92 @@ func (v *VerifyView) Touched(ctx context.Context, id cdcsync.TableID, ts *cdcsyn
 	if err != nil {
 		return nil, false, fmt.Errorf("read the manifests of %s at snapshot %d: %w", id, snapshot, err)
 	}
-	var files []iceberg.DataFile
+	var files, posFiles, added []iceberg.DataFile
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentDeletes || m.SnapshotID() != snapshot {
+		if m.SnapshotID() != snapshot {
 			continue
 		}
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
 				return nil, false, fmt.Errorf("read the manifest %s of %s: %w", m.FilePath(), id, err)
 			}
-			if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == snapshot {
-				switch e.DataFile().ContentType() {
-				case iceberg.EntryContentEqDeletes:
-					files = append(files, e.DataFile())
-				case iceberg.EntryContentPosDeletes:
-					return nil, true, nil // not cdcsync's: any row may be gone
-				}
+			if e.Status() != iceberg.EntryStatusADDED || e.SnapshotID() != snapshot {
+				continue
+			}
+			switch e.DataFile().ContentType() {
+			case iceberg.EntryContentEqDeletes:
+				files = append(files, e.DataFile())
+			case iceberg.EntryContentPosDeletes:
+				posFiles = append(posFiles, e.DataFile())
+			case iceberg.EntryContentData:
+				added = append(added, e.DataFile())
 			}
 		}
 	}
+	if len(posFiles) > 0 || deletesMode(tbl) == DeletesPosition {
+		// Position mode: the keys of the rows the commit added, and of
+		// those it deleted by position (read from the files they were in).
+		keys, err := positionTouched(ctx, fsys, tbl, ts, added, posFiles)
+		if err != nil {
+			return nil, false, fmt.Errorf("read the changes of %s at snapshot %d: %w", id, snapshot, err)
+		}
+		if len(files) == 0 {
+			return keys, false, nil
+		}
+		eqKeys, all, err := v.eqTouched(ctx, tbl, ts, snapshot, files)
+		for k := range eqKeys {
+			keys[k] = true
+		}
+		return keys, all, err
+	}
+	return v.eqTouched(ctx, tbl, ts, snapshot, files)
+}
+
+// positionTouched returns the keys of the rows in the data files added and
+// of the rows the position delete files delete.
+func positionTouched(ctx context.Context, fsys icebergio.IO, tbl *table.Table, ts *cdcsync.TableSchema, added, posFiles []iceberg.DataFile) (map[string]bool, error) {
+	kc, err := newKeyColumns(tbl.Schema(), ts)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for _, df := range added {
+		if err := readFileKeys(ctx, fsys, df.FilePath(), kc, func(_ int64, key []byte) error {
+			keys[string(key)] = true
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	byPath := map[string]map[int64]bool{}
+	for _, d := range posFiles {
+		if err := eachPositionDelete(ctx, fsys, d, func(path string, pos int64) bool {
+			if byPath[path] == nil {
+				byPath[path] = map[int64]bool{}
+			}
+			byPath[path][pos] = true
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for path, positions := range byPath {
+		if err := readFileKeys(ctx, fsys, path, kc, func(pos int64, key []byte) error {
+			if positions[pos] {
+				keys[string(key)] = true
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// eqTouched returns the keys of the equality delete files a commit added
+// (an equality-mode epoch writes one for every key it touches).
+func (v *VerifyView) eqTouched(ctx context.Context, tbl *table.Table, ts *cdcsync.TableSchema, snapshot int64, files []iceberg.DataFile) (map[string]bool, bool, error) {
+	id := ts.ID
 	keys := map[string]bool{}
 	if len(files) == 0 {
 		return keys, false, nil

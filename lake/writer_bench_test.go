@@ -198,7 +198,7 @@ func BenchmarkWriteArrow(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		files, err := t.writeFiles(ctx, t.current(), t.dataFile, rows)
+		files, err := t.writeFiles(ctx, t.current(), t.dataFile, rows, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -607,7 +607,7 @@ func benchWriteFiles(b *testing.B, tb *Table, rows []cdcsync.Row) (files int, el
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows)
+		fs, err := tb.writeFiles(ctx, tb.Iceberg(), tb.dataFile, rows, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

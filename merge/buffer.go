@@ -305,26 +305,7 @@ func (b *tableBuffer) key(row cdcsync.Row) (string, error) {
 
 // appendKey appends the encoding of row's primary key (see key) to buf.
 func (b *tableBuffer) appendKey(buf []byte, row cdcsync.Row) ([]byte, error) {
-	return appendKey(b.schema, buf, row)
-}
-
-// appendKey appends the encoding of row's primary key under schema s to buf:
-// each value is tagged with its type and strings are length-prefixed, so
-// distinct keys never share an encoding.
-func appendKey(s *cdcsync.TableSchema, buf []byte, row cdcsync.Row) ([]byte, error) {
-	if len(row) != len(s.Columns) {
-		return nil, fmt.Errorf("row of %s has %d values but the table has %d columns", s.ID, len(row), len(s.Columns))
-	}
-	for _, i := range s.PrimaryKey {
-		var ok bool
-		if buf, ok = cdcsync.AppendValue(buf, row[i]); !ok {
-			if row[i] == nil {
-				return nil, fmt.Errorf("primary key column %s of %s is NULL", s.Columns[i].Name, s.ID)
-			}
-			return nil, fmt.Errorf("primary key column %s of %s has an unexpected value %v (%T)", s.Columns[i].Name, s.ID, row[i], row[i])
-		}
-	}
-	return buf, nil
+	return b.schema.AppendKey(buf, row)
 }
 
 // Buffer is the open epoch: the collapsed changes of whole transactions.

@@ -298,7 +298,7 @@ func (r *cascadeRun) fetch(rel relation, vals [][]any) error {
 			return fmt.Errorf("%w: read the rows of %s that %s references: %w", ErrCascade, child, rel.fk.Parent, err)
 		}
 		for _, row := range rows {
-			k, err := appendKey(schema, nil, row)
+			k, err := schema.AppendKey(nil, row)
 			if err != nil {
 				return err
 			}
@@ -323,7 +323,7 @@ func (r *cascadeRun) fetch(rel relation, vals [][]any) error {
 		}
 		var kerr error
 		tb.each(func(key, final cdcsync.Row) {
-			k, err := appendKey(schema, nil, key)
+			k, err := schema.AppendKey(nil, key)
 			if err != nil {
 				kerr = err
 				return
@@ -363,7 +363,7 @@ func (r *cascadeRun) children(rel relation, old []any) ([]cdcsync.Row, error) {
 	over := r.overlay[child]
 	var out []cdcsync.Row
 	for _, row := range r.cache[rel.fk][string(k)] {
-		pk, err := appendKey(schema, nil, row)
+		pk, err := schema.AppendKey(nil, row)
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +394,7 @@ func (r *cascadeRun) note(c cdcsync.Change) error {
 		r.overlay[c.Table] = over
 	}
 	set := func(row, final cdcsync.Row) error {
-		pk, err := appendKey(schema, nil, row)
+		pk, err := schema.AppendKey(nil, row)
 		if err != nil {
 			return err
 		}

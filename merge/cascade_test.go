@@ -35,14 +35,14 @@ func (m *tablesModel) Commit(_ context.Context, id cdcsync.TableID, d cdcsync.De
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range d.Deletes {
-		k, err := appendKey(m.schemas[id], nil, r)
+		k, err := m.schemas[id].AppendKey(nil, r)
 		if err != nil {
 			return err
 		}
 		delete(m.rows[id], string(k))
 	}
 	for _, r := range d.Rows {
-		k, err := appendKey(m.schemas[id], nil, r)
+		k, err := m.schemas[id].AppendKey(nil, r)
 		if err != nil {
 			return err
 		}

@@ -482,7 +482,7 @@ func (p *Pipeline) mergeChunk(buf *Buffer, ct *copyTable, r *chunkResult) error 
 	dropped := 0
 	for _, row := range r.rows {
 		var err error
-		if key, err = appendKey(schema, key[:0], row); err != nil {
+		if key, err = schema.AppendKey(key[:0], row); err != nil {
 			return fmt.Errorf("%w: %w", ErrCopy, err)
 		}
 		s, touched := ct.touched[string(key)]
@@ -536,7 +536,7 @@ func (p *Pipeline) track(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error 
 				continue
 			}
 			var err error
-			if key, err = appendKey(p.schemas[c.Table], key[:0], row); err != nil {
+			if key, err = p.schemas[c.Table].AppendKey(key[:0], row); err != nil {
 				return err
 			}
 			ct.touched[string(key)] = p.seq

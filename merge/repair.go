@@ -256,14 +256,14 @@ func (p *Pipeline) mergeRepair(ctx context.Context, job *repairJob, barrier func
 	lake := map[string]cdcsync.Row{}
 	var key []byte
 	for _, r := range lakeRows {
-		if key, err = appendKey(ts, key[:0], r); err != nil {
+		if key, err = ts.AppendKey(key[:0], r); err != nil {
 			return res, false, err
 		}
 		lake[string(key)] = r
 	}
 	mine := map[string]cdcsync.Row{}
 	for _, r := range job.read.rows {
-		if key, err = appendKey(ts, key[:0], r); err != nil {
+		if key, err = ts.AppendKey(key[:0], r); err != nil {
 			return res, false, err
 		}
 		if job.want[string(key)] {
@@ -331,7 +331,7 @@ func (p *Pipeline) trackRepairs(t *cdcsync.Txn, skip func(cdcsync.TableID) bool)
 					continue
 				}
 				var err error
-				if key, err = appendKey(p.schemas[c.Table], key[:0], row); err != nil {
+				if key, err = p.schemas[c.Table].AppendKey(key[:0], row); err != nil {
 					return err
 				}
 				if job.want[string(key)] {

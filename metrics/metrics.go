@@ -41,6 +41,10 @@ type Metrics struct {
 	TableRecords         *prometheus.GaugeVec   // rows in the live data files (before deletes)
 	TableAvgFileBytes    *prometheus.GaugeVec   // average size of a live file (data and delete)
 	TableSnapshots       *prometheus.GaugeVec   // snapshots in the table's metadata
+	KeyIndexRebuilds     *prometheus.CounterVec // key index rebuilds from the table
+	KeyIndexRebuildRows  *prometheus.CounterVec // rows read by those rebuilds
+	KeyIndexReplayed     *prometheus.CounterVec // snapshots replayed into the key index
+	KeyIndexDiskBytes    prometheus.Gauge       // the key index database on disk
 	CompactionLast       *prometheus.GaugeVec   // Unix time of the last compaction commit
 	CompactionLastSecs   *prometheus.GaugeVec   // duration of the last compaction
 	CompactionBytes      *prometheus.CounterVec // data bytes read and rewritten by compaction
@@ -185,6 +189,18 @@ func New() *Metrics {
 	m.TableSnapshots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_table_snapshots", Help: "Snapshots in the Iceberg table's metadata.",
 	}, table)
+	m.KeyIndexRebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_key_index_rebuilds_total", Help: "Times the key index of a position-mode table was built from the table (missing, half built, or of another lineage).",
+	}, table)
+	m.KeyIndexRebuildRows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_key_index_rebuild_rows_total", Help: "Rows whose keys the key index rebuilds read from the table.",
+	}, table)
+	m.KeyIndexReplayed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_key_index_replayed_snapshots_total", Help: "Snapshots the key index caught up with by replaying them (commits it missed: a crash, compaction, another writer).",
+	}, table)
+	m.KeyIndexDiskBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cdcsync_key_index_disk_bytes", Help: "Bytes on disk of the pipeline's key index (deletes.index_dir).",
+	})
 	m.CompactionLast = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_compaction_last_timestamp_seconds", Help: "Unix time of the table's last compaction commit.",
 	}, table)
@@ -238,6 +254,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
+		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexDiskBytes,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
@@ -52,6 +55,7 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		}
 	}
 	checkAdmin(cfg, report)
+	checkKeyIndex(cfg, report)
 	if of, err := openFilesOf(cfg); err != nil {
 		report(false, true, "open files", err.Error())
 	} else {
@@ -117,6 +121,39 @@ func checkAdmin(cfg *config.Config, report func(ok, warn bool, check, msg string
 		msg += "; Go's profiler is served there (admin.pprof)"
 	}
 	report(true, false, "admin", msg)
+}
+
+// checkKeyIndex reports where the key index of position-mode tables goes
+// and whether this user can write there. It does not open the index: a
+// running daemon holds it.
+func checkKeyIndex(cfg *config.Config, report func(ok, warn bool, check, msg string)) {
+	dir, err := cfg.IndexPath()
+	if err != nil {
+		report(false, false, "key index", err.Error())
+		return
+	}
+	// The nearest existing ancestor must be a writable directory.
+	p := dir
+	for {
+		st, err := os.Stat(p)
+		if err == nil {
+			if !st.IsDir() {
+				report(false, false, "key index", fmt.Sprintf("deletes.index_dir %s: %s is not a directory; choose another path", dir, p))
+				return
+			}
+			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+				report(false, false, "key index", fmt.Sprintf("the key index goes to %s, but this user cannot write %s (%v); set deletes.index_dir to a local directory the user running cdcsync may write", dir, p, err))
+				return
+			}
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	report(true, false, "key index", fmt.Sprintf("the key index of position-mode tables (deletes.mode: %s by default) goes to %s", cfg.Deletes.Mode, dir))
 }
 
 // checkPartitions reports, for every selected table with a partition

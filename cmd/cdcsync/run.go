@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"github.com/cdcsync/cdcsync/lease"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
+	"github.com/cdcsync/cdcsync/pkindex"
 )
 
 // status is what /healthz and /readyz report.
@@ -169,6 +172,80 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 }
 
+// openKeyIndex opens the pipeline's key index (deletes.index_dir), the
+// cache of where each key's row is in the tables in position mode. An index
+// that cannot be read is removed and built again from the tables. One that
+// another process holds (a paused or hung daemon of the same pipeline on
+// this machine, whose lease this one took over) is left to it: this daemon
+// uses a directory of its own beside it, built from the tables and removed
+// when it closes.
+func openKeyIndex(cfg *config.Config, log *slog.Logger) (*keyIndex, error) {
+	dir, err := cfg.IndexPath()
+	if err != nil {
+		return nil, err
+	}
+	opts := pkindex.Options{CacheBytes: cfg.Deletes.IndexCache.Int64(), Log: log}
+	open := func(dir string) (*pkindex.DB, error) {
+		db, err := pkindex.Open(dir, opts)
+		if errors.Is(err, pkindex.ErrCorrupt) {
+			log.Warn("the key index cannot be read; removing it, the tables rebuild their indexes", "dir", dir, "error", err)
+			if rerr := pkindex.Remove(dir); rerr != nil {
+				return nil, fmt.Errorf("remove the unreadable key index %s: %w; remove the directory by hand", dir, rerr)
+			}
+			db, err = pkindex.Open(dir, opts)
+		}
+		return db, err
+	}
+	db, err := open(dir)
+	if err == nil {
+		removeStaleKeyIndexes(dir, log)
+		return &keyIndex{DB: db}, nil
+	}
+	if !errors.Is(err, pkindex.ErrLocked) {
+		return nil, fmt.Errorf("open the key index at %s: %w; set deletes.index_dir to a local directory the user running cdcsync may write", dir, err)
+	}
+	own := fmt.Sprintf("%s.pid-%d", dir, os.Getpid())
+	log.Warn("another process holds the key index (a paused or hung cdcsync of this pipeline?); using a directory of this process's own, built from the tables",
+		"dir", dir, "own", own)
+	if db, err = open(own); err != nil {
+		return nil, fmt.Errorf("open the key index at %s: %w", own, err)
+	}
+	return &keyIndex{DB: db, remove: own, log: log}, nil
+}
+
+// keyIndex is the key index a session uses; remove is set for a directory
+// of this process's own, removed when it closes.
+type keyIndex struct {
+	*pkindex.DB
+	remove string
+	log    *slog.Logger
+}
+
+func (k *keyIndex) Close() error {
+	err := k.DB.Close()
+	if k.remove != "" {
+		if rerr := pkindex.Remove(k.remove); rerr != nil {
+			k.log.Warn("cannot remove this process's key index directory", "dir", k.remove, "error", rerr)
+		}
+	}
+	return err
+}
+
+// removeStaleKeyIndexes removes the directories of their own that killed
+// processes left beside dir (see openKeyIndex).
+func removeStaleKeyIndexes(dir string, log *slog.Logger) {
+	matches, _ := filepath.Glob(dir + ".pid-*")
+	for _, m := range matches {
+		pid, err := strconv.Atoi(m[strings.LastIndex(m, "-")+1:])
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if err := pkindex.Remove(m); err != nil {
+			log.Warn("cannot remove a key index directory a killed process left", "dir", m, "error", err)
+		}
+	}
+}
+
 // sleep waits d; false when ctx ended first.
 func sleep(ctx context.Context, d time.Duration) bool {
 	select {
@@ -234,6 +311,12 @@ func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 	}
 	defer lk.Close()
 	lk.SetLease(ls.Token(), ls.Valid)
+	keys, err := openKeyIndex(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer keys.Close()
+	lk.SetKeyIndex(keys.DB)
 	src := capture.NewSource(&cfg.Source, cfg, cfg.Snapshot.Workers, d.values, log)
 	return merge.RunSession(ctx, src, lk.ForSession(d.m, d.fault), merge.SessionOptions{
 		Pipeline: merge.Options{
@@ -343,7 +426,8 @@ func b2f(b bool) float64 {
 
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."
 // makes the process kill itself with SIGKILL at the named protocol points
-// (before-commit, between-tables, before-checkpoint) and maintenance points
+// (before-commit, between-tables, before-checkpoint; before-index: an
+// epoch committed, the key index not updated) and maintenance points
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)
 // with that probability.

@@ -186,10 +186,19 @@ func (m *MinIO) S3Client() *s3.Client { return m.s3 }
 func (m *MinIO) CreateBucket(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := m.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		return fmt.Errorf("testenv: create bucket %q: %w", name, err)
+	for {
+		_, err := m.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+		// A MinIO that answers /minio/health/live may still be
+		// initializing its storage (XMinioServerNotInitialized, 503).
+		if err != nil && strings.Contains(err.Error(), "XMinioServerNotInitialized") && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("testenv: create bucket %q: %w", name, err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // ListObjects returns the keys of all objects in bucket under prefix, in

@@ -1,0 +1,331 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/merge"
+	"github.com/cdcsync/cdcsync/metrics"
+	"github.com/cdcsync/cdcsync/pkindex"
+)
+
+// deleteFiles counts the delete files of tbl's current snapshot by kind.
+func deleteFiles(t *testing.T, tbl *table.Table) (pos, eq int) {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tk := range tasks {
+		for _, d := range append(append([]iceberg.DataFile{}, tk.DeleteFiles...), tk.EqualityDeleteFiles...) {
+			if seen[d.FilePath()] {
+				continue
+			}
+			seen[d.FilePath()] = true
+			if d.ContentType() == iceberg.EntryContentPosDeletes {
+				pos++
+			} else {
+				eq++
+			}
+		}
+	}
+	return pos, eq
+}
+
+// randomEpoch commits an epoch of random upserts and deletes over keys
+// 1..n through tb.
+func (e *kvEnv) randomEpoch(r *rand.Rand, tb *Table, n int64) {
+	e.t.Helper()
+	var set, del []int64
+	picked := map[int64]bool{}
+	for i := 0; i < 1+r.IntN(40); i++ {
+		k := 1 + r.Int64N(n)
+		if picked[k] {
+			continue
+		}
+		picked[k] = true
+		if r.IntN(4) == 0 {
+			del = append(del, k)
+		} else {
+			set = append(set, k)
+		}
+	}
+	e.commit(tb, set, fmt.Sprintf("e%d", e.epoch+1), del)
+}
+
+// TestPositionModeEpochs: a table in position mode (the default) takes
+// upserts and deletes as position deletes found in its key index: the rows
+// equal the model after every epoch, an epoch of new keys writes no delete
+// file, and no equality delete is ever written.
+func TestPositionModeEpochs(t *testing.T) {
+	e := newKV(t, "p")
+	if e.tbl.mode != DeletesPosition || deletesMode(e.tbl.current()) != DeletesPosition {
+		t.Fatalf("a new table is in %s mode, want position", e.tbl.mode)
+	}
+	e.commit(nil, keys(1, 200), "v0", nil)
+	if p, q := deleteFiles(t, e.tbl.current()); p+q != 0 {
+		t.Fatalf("an epoch of new keys wrote %d position and %d equality delete files, want none", p, q)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 25; i++ {
+		e.randomEpoch(r, nil, 250)
+		e.assertModel(e.tbl.current())
+	}
+	if _, q := deleteFiles(t, e.tbl.current()); q != 0 {
+		t.Fatalf("%d equality delete files in a position-mode table", q)
+	}
+	st, ok, err := e.tbl.state.keys.db.State()
+	if err != nil || !ok || !st.Complete || st.SnapshotID != e.tbl.current().CurrentSnapshot().SnapshotID {
+		t.Fatalf("index state %+v (%v, %v), want complete at snapshot %d", st, ok, err, e.tbl.current().CurrentSnapshot().SnapshotID)
+	}
+	// Compaction rewrites the files with deletes; the next epochs find
+	// the moved rows through the index caught up from its snapshot.
+	if _, err := e.tbl.Compact(context.Background(), testOpts()); err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(e.tbl.current())
+	for i := 0; i < 10; i++ {
+		e.randomEpoch(r, nil, 250)
+		e.assertModel(e.tbl.current())
+	}
+}
+
+// TestKeyIndexRecovers: the index is a cache. A missing index is rebuilt;
+// one left behind (a crash between a commit and its index update, commits
+// made elsewhere) catches up; one of another lineage or a rebuild that
+// did not finish is rebuilt; in every case the next epochs leave the rows
+// equal to the model.
+func TestKeyIndexRecovers(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	r := rand.New(rand.NewPCG(3, 4))
+	e.commit(nil, keys(1, 100), "v0", nil)
+	for i := 0; i < 5; i++ {
+		e.randomEpoch(r, nil, 120)
+	}
+	a := e.tbl
+
+	// A daemon on another machine (an empty index) builds it from the table.
+	other := openLake(t, e.cfg)
+	b, err := other.EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		e.randomEpoch(r, b, 120)
+		e.assertModel(b.current())
+	}
+
+	// Back to the first index, now five epochs behind: it catches up.
+	if err := a.reloadForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		e.randomEpoch(r, a, 120)
+		e.assertModel(a.current())
+	}
+
+	// Another lineage: the index claims a snapshot the table never had.
+	ib := a.state.keys.newBatch()
+	ib.b.Put([]byte("stale"), pkindex.Loc{File: 1, Pos: 7})
+	if err := ib.commit(pkindex.State{SnapshotID: 424242, Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	ib.close()
+	for i := 0; i < 3; i++ {
+		e.randomEpoch(r, a, 120)
+		e.assertModel(a.current())
+	}
+	if _, found, _ := a.state.keys.db.Lookup([][]byte{[]byte("stale")}); found[0] {
+		t.Error("a rebuild kept an entry of the index it replaced")
+	}
+
+	// A rebuild that did not finish.
+	ib = a.state.keys.newBatch()
+	if err := ib.commit(pkindex.State{SnapshotID: a.current().CurrentSnapshot().SnapshotID, Complete: false}); err != nil {
+		t.Fatal(err)
+	}
+	ib.close()
+	for i := 0; i < 3; i++ {
+		e.randomEpoch(r, a, 120)
+		e.assertModel(a.current())
+	}
+}
+
+// TestSwitchToPositionMode: an equality-mode table (as earlier versions
+// made them) switches when its rule says deletes: position; the index is
+// built through its equality deletes, and the rows stay exact.
+func TestSwitchToPositionMode(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	yaml := func(extra string) string {
+		return fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\ncatalog:\n  sql:\n    dsn: %s\n%s",
+			filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"), extra)
+	}
+	e := &kvEnv{t: t, dir: dir, model: map[int64]string{}}
+	e.cfg = loadConfig(t, filepath.Join(dir, "eq.yaml"), yaml("deletes:\n  mode: equality\n"))
+	var err error
+	if e.tbl, err = openLake(t, e.cfg).EnsureTable(ctx, kvSchema()); err != nil {
+		t.Fatal(err)
+	}
+	if e.tbl.mode != DeletesEquality {
+		t.Fatalf("mode %s, want equality", e.tbl.mode)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	e.commit(nil, keys(1, 100), "v0", nil)
+	for i := 0; i < 6; i++ {
+		e.randomEpoch(r, nil, 120)
+	}
+	_, eqBefore := deleteFiles(t, e.tbl.current())
+	if eqBefore == 0 {
+		t.Fatal("the equality-mode table has no equality deletes")
+	}
+
+	// A default of position does not switch an existing table.
+	cfg := loadConfig(t, filepath.Join(dir, "default.yaml"), yaml(""))
+	tb, err := openLake(t, cfg).EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.mode != DeletesEquality {
+		t.Fatalf("the default switched an existing table to %s", tb.mode)
+	}
+
+	// Its rule does.
+	cfg = loadConfig(t, filepath.Join(dir, "pos.yaml"), yaml("tables:\n  - match: shop.kv\n    deletes: position\n"))
+	if e.tbl, err = openLake(t, cfg).EnsureTable(ctx, kvSchema()); err != nil {
+		t.Fatal(err)
+	}
+	if e.tbl.mode != DeletesPosition {
+		t.Fatalf("the rule left the table in %s mode", e.tbl.mode)
+	}
+	for i := 0; i < 8; i++ {
+		e.randomEpoch(r, nil, 120)
+		e.assertModel(e.tbl.current())
+	}
+	if _, eq := deleteFiles(t, e.tbl.current()); eq > eqBefore {
+		t.Errorf("after the switch %d equality delete files, before %d: new ones were written", eq, eqBefore)
+	}
+}
+
+// reloadForTest makes t see the table as the catalog has it now.
+func (t *Table) reloadForTest(ctx context.Context) error {
+	fresh, err := t.reload(ctx)
+	if err != nil {
+		return err
+	}
+	t.setCurrent(fresh)
+	return nil
+}
+
+// TestCompactReplayOverPositionDeletes: `cdcsync compact` runs next to the
+// daemon. In position mode an epoch that lands while it runs and deletes,
+// by position, rows of a file it rewrites would be undone by re-staging the
+// rewrite (the rewritten file still holds those rows): the compaction is
+// dropped instead, and the rows stay exact. An epoch that touches other
+// files only lets it re-stage.
+func TestCompactReplayOverPositionDeletes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		touch   []int64 // keys the concurrent epoch updates
+		dropped bool
+	}{
+		{"the epoch updates rewritten rows", []int64{3}, true},
+		{"the epoch adds new keys only", []int64{500, 501}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newKV(t, "p")
+			e.commit(nil, keys(1, 20), "copy", nil)
+			e.churn(4)
+			daemon := e.second("p")
+			o := testOpts()
+			o.Replay, o.Force = true, true
+			o.Fault = func(point string) {
+				if point == "compaction-written" {
+					e.commit(daemon, tc.touch, "updated", nil)
+				}
+			}
+			res, err := e.tbl.Compact(ctx, o)
+			if tc.dropped {
+				if !errors.Is(err, ErrCompactionConflict) {
+					t.Fatalf("compaction over position deletes of its files: %+v, %v; want ErrCompactionConflict", res, err)
+				}
+			} else if err != nil || !res.Committed() || res.Replays != 1 {
+				t.Fatalf("compaction next to an epoch of new keys: %+v, %v; want it re-staged once and committed", res, err)
+			}
+			if err := e.tbl.reloadForTest(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.assertModel(e.tbl.Iceberg())
+			// The daemon's next epochs catch their index up and stay exact.
+			if err := daemon.reloadForTest(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.commit(daemon, keys(8, 30), "after", []int64{7})
+			e.assertModel(daemon.Iceberg())
+		})
+	}
+}
+
+// TestUnusedIndexesAreDropped: a session's sink drops the indexes of the
+// tables it does not mirror (any more) and keeps its own.
+func TestUnusedIndexesAreDropped(t *testing.T) {
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 10), "v", nil)
+	db := e.lk.keys
+	stale, err := db.Table("00000000-0000-0000-0000-000000000000/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := stale.NewBatch()
+	if err := b.Commit(pkindex.State{SnapshotID: 1, Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.lk.ForSession(metrics.New(), nil).Sink(map[cdcsync.TableID]merge.LakeTable{e.tbl.ID: &SessionTable{l: e.lk, t: e.tbl}})
+	names, err := db.Tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != e.tbl.state.keys.name {
+		t.Fatalf("indexes after the session began: %v, want only %s", names, e.tbl.state.keys.name)
+	}
+	e.commit(nil, keys(5, 15), "w", []int64{1})
+	e.assertModel(e.tbl.current())
+}
+
+// TestForeignDeleteOverPositionDeletes: another writer (iceberg-go's
+// merge-on-read Delete, as Spark's DELETE) deletes rows of a file that
+// already carries cdcsync's position deletes; the rows stay exact, and so
+// do the epochs after it.
+func TestForeignDeleteOverPositionDeletes(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 100), "v0", nil)
+	e.commit(nil, []int64{3, 10, 11, 40}, "v1", []int64{20, 21})
+	tbl := e.tbl.current()
+	tx := tbl.NewTransaction()
+	if err := tx.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(50)), nil); err != nil {
+		t.Fatal(err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(e.model, 50)
+	e.assertModel(next)
+	if err := e.tbl.reloadForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.commit(nil, []int64{51, 52, 3}, "v2", []int64{60})
+	e.assertModel(e.tbl.current())
+}

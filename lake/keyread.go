@@ -1,0 +1,286 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// This file reads what the key index is built from: the primary keys of a
+// table's live rows with the data file and position of each, straight from
+// the Parquet files (key columns only) and their delete files.
+
+// keyColumns names a table's primary-key columns by Iceberg field id, in
+// key order.
+type keyColumns struct {
+	ids    []int
+	schema *cdcsync.TableSchema
+}
+
+func newKeyColumns(sc *iceberg.Schema, ts *cdcsync.TableSchema) (keyColumns, error) {
+	kc := keyColumns{schema: ts}
+	for _, c := range ts.PrimaryKey {
+		f, ok := sc.FindFieldByName(ts.Columns[c].Name)
+		if !ok {
+			return kc, fmt.Errorf("primary key column %s of %s is not in the Iceberg schema", ts.Columns[c].Name, ts.ID)
+		}
+		kc.ids = append(kc.ids, f.ID)
+	}
+	return kc, nil
+}
+
+// readFileKeys reads the key columns of the Parquet file at path in row
+// order and calls fn with each row's position and key encoding (valid until
+// fn returns). Columns are found by their Iceberg field ids.
+func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyColumns, fn func(pos int64, key []byte) error) error {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return fmt.Errorf("read the Parquet footer of %s: %w", path, err)
+	}
+	defer pf.Close()
+	leaves := make([]int, len(kc.ids))
+	for i := range leaves {
+		leaves[i] = -1
+	}
+	sch := pf.MetaData().Schema
+	for c := 0; c < sch.NumColumns(); c++ {
+		node := sch.Column(c).SchemaNode()
+		if node.Parent() != sch.Root() {
+			continue // nested: never a key
+		}
+		for i, id := range kc.ids {
+			if int(node.FieldID()) == id {
+				leaves[i] = c
+			}
+		}
+	}
+	for i, l := range leaves {
+		if l < 0 {
+			return fmt.Errorf("%s has no column with field id %d (primary key column %s of %s)", path, kc.ids[i], kc.schema.Columns[kc.schema.PrimaryKey[i]].Name, kc.schema.ID)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	// The reader returns the columns in file order; map them back to key
+	// order by field id.
+	uniq := slices.Compact(slices.Sorted(slices.Values(leaves)))
+	rr, err := fr.GetRecordReader(ctx, uniq, nil)
+	if err != nil {
+		return fmt.Errorf("read the key columns of %s: %w", path, err)
+	}
+	defer rr.Release()
+	order := make([]int, len(kc.ids)) // key column i is record column order[i]
+	for i, l := range leaves {
+		for j, u := range uniq {
+			if u == l {
+				order[i] = j
+			}
+		}
+	}
+	var pos int64
+	var key []byte
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		cols := make([]arrow.Array, len(order))
+		for i, j := range order {
+			cols[i] = rec.Column(j)
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			key = key[:0]
+			for i, col := range cols {
+				if col.IsNull(r) {
+					return fmt.Errorf("%s row %d: primary key column %s is null", path, pos, kc.schema.Columns[kc.schema.PrimaryKey[i]].Name)
+				}
+				v, err := arrowValue(col, r)
+				if err != nil {
+					return fmt.Errorf("%s: primary key column %s: %w", path, kc.schema.Columns[kc.schema.PrimaryKey[i]].Name, err)
+				}
+				var ok bool
+				if key, ok = cdcsync.AppendValue(key, v); !ok {
+					return fmt.Errorf("%s row %d: primary key value %v (%T) has no encoding", path, pos, v, v)
+				}
+			}
+			if err := fn(pos, key); err != nil {
+				return err
+			}
+			pos++
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// readPositionDeletes returns the positions that the position delete file
+// del deletes from the data file at path.
+func readPositionDeletes(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, path string) ([]int64, error) {
+	var out []int64
+	err := eachPositionDelete(ctx, fsys, del, func(p string, pos int64) bool {
+		if p == path {
+			out = append(out, pos)
+		}
+		return true
+	})
+	return out, err
+}
+
+// eachPositionDelete calls fn with every (path, position) of the position
+// delete file del, until fn returns false.
+func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
+	f, err := fsys.Open(del.FilePath())
+	if err != nil {
+		return fmt.Errorf("open %s: %w", del.FilePath(), err)
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return fmt.Errorf("read the Parquet footer of %s: %w", del.FilePath(), err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", del.FilePath(), err)
+	}
+	pathCol, posCol := -1, -1
+	sch := pf.MetaData().Schema
+	for c := 0; c < sch.NumColumns(); c++ {
+		switch int(sch.Column(c).SchemaNode().FieldID()) {
+		case iceberg.PositionalDeleteSchema.Field(0).ID:
+			pathCol = c
+		case iceberg.PositionalDeleteSchema.Field(1).ID:
+			posCol = c
+		}
+	}
+	if pathCol < 0 || posCol < 0 {
+		return fmt.Errorf("position delete file %s has no file_path or pos column", del.FilePath())
+	}
+	rr, err := fr.GetRecordReader(ctx, []int{pathCol, posCol}, nil)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", del.FilePath(), err)
+	}
+	defer rr.Release()
+	first := 0
+	if pathCol > posCol {
+		first = 1
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		paths, ok1 := rec.Column(first).(*array.String)
+		poss, ok2 := rec.Column(1 - first).(*array.Int64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("position delete file %s has columns of types %s and %s, want string and int64", del.FilePath(), rec.Column(first).DataType(), rec.Column(1-first).DataType())
+		}
+		for r := 0; r < paths.Len(); r++ {
+			if !fn(paths.Value(r), poss.Value(r)) {
+				return nil
+			}
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", del.FilePath(), err)
+	}
+	return nil
+}
+
+// liveKeys calls fn with the key, data file and position of every live row
+// of tbl at snapshot snap (the rows a reader sees): the rows of each data
+// file less its position and equality deletes.
+func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.TableSchema, fn func(key []byte, df iceberg.DataFile, pos int64) error) error {
+	kc, err := newKeyColumns(tbl.Schema(), ts)
+	if err != nil {
+		return err
+	}
+	scan := tbl.Scan(table.WithSnapshotID(snap))
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("plan a scan of %s at snapshot %d: %w", ts.ID, snap, err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open the file IO of %s: %w", ts.ID, err)
+	}
+	eqKeys := map[string]map[string]struct{}{} // per equality delete file
+	for _, task := range tasks {
+		if len(task.DeletionVectorFiles) > 0 {
+			return fmt.Errorf("data file %s of %s has a deletion vector, which cdcsync's key index does not read yet", task.File.FilePath(), ts.ID)
+		}
+		deleted := map[int64]struct{}{}
+		for _, d := range task.DeleteFiles {
+			ps, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				deleted[p] = struct{}{}
+			}
+		}
+		var eqs []map[string]struct{}
+		for _, d := range task.EqualityDeleteFiles {
+			set, ok := eqKeys[d.FilePath()]
+			if !ok {
+				if !sameIDs(d.EqualityFieldIDs(), kc.ids) {
+					return fmt.Errorf("equality delete file %s of %s deletes by field ids %v, not by the primary key %v; cdcsync's key index cannot follow it: compact the table (cdcsync compact %s) and restart",
+						d.FilePath(), ts.ID, d.EqualityFieldIDs(), kc.ids, ts.ID)
+				}
+				set = map[string]struct{}{}
+				if err := readFileKeys(ctx, fsys, d.FilePath(), kc, func(_ int64, key []byte) error {
+					set[string(key)] = struct{}{}
+					return nil
+				}); err != nil {
+					return err
+				}
+				eqKeys[d.FilePath()] = set
+			}
+			eqs = append(eqs, set)
+		}
+		if err := readFileKeys(ctx, fsys, task.File.FilePath(), kc, func(pos int64, key []byte) error {
+			if _, ok := deleted[pos]; ok {
+				return nil
+			}
+			for _, set := range eqs {
+				if _, ok := set[string(key)]; ok {
+					return nil
+				}
+			}
+			return fn(key, task.File, pos)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameIDs(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[int]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}

@@ -178,14 +178,36 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.ID, err)
 	}
-	groups, deferred := selectCompaction(tasks, scope, &o)
-	res.Deferred = deferred
+	var (
+		groups []table.CompactionTaskGroup
+		merges []posMerge
+	)
+	if t.mode == DeletesPosition && !hasEqualityDeletes(tasks) {
+		fsys, err := base.FS(ctx)
+		if err != nil {
+			return res, fmt.Errorf("compact %s: %w", t.ID, err)
+		}
+		deleted, err := deletedRows(ctx, fsys, tasks)
+		if err != nil {
+			return res, fmt.Errorf("compact %s: count the rows of its position deletes: %w", t.ID, err)
+		}
+		plan := selectPositionCompaction(tasks, deleted, &o)
+		groups, merges, res.Deferred = plan.groups, plan.merges, plan.deferred
+	} else {
+		groups, res.Deferred = selectCompaction(tasks, scope, &o)
+	}
 
 	// Execute the groups: read with deletes applied, write new files.
-	var results []table.CompactionGroupResult
+	var (
+		results []table.CompactionGroupResult
+		merged  []mergedDeletes
+	)
 	cleanup := func() {
 		for _, gr := range results {
 			t.removeFiles(ctx, base, gr.NewDataFiles)
+		}
+		for _, m := range merged {
+			t.removeFiles(ctx, base, m.added)
 		}
 	}
 	shared := newSharedDeletes(scope)
@@ -204,11 +226,31 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		}
 		results = append(results, gr)
 	}
+	if len(merges) > 0 {
+		rewritten := map[string]struct{}{}
+		for _, gr := range results {
+			for _, f := range gr.OldDataFiles {
+				rewritten[f.FilePath()] = struct{}{}
+			}
+		}
+		if merged, err = t.writeMerges(ctx, base, tasks, merges, rewritten); err != nil {
+			cleanup()
+			return res, fmt.Errorf("compact %s: %w", t.ID, err)
+		}
+	}
 	if o.Fault != nil {
 		o.Fault("compaction-written")
 	}
-	if err := t.commitCompaction(ctx, &o, base, tasks, results, cleanup, &res, held); err != nil {
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, cleanup, &res, held); err != nil {
 		return res, err
+	}
+	if held && res.Snapshot != 0 && t.state.keys != nil {
+		// The rewrite moved live rows: the index follows in the same
+		// critical section, so the next epoch finds them at their new
+		// places without a replay.
+		if err := t.syncIndex(ctx, t.current()); err != nil {
+			t.state.keys.log.Warn("the key index could not follow a compaction; the next commit catches it up", "error", err)
+		}
 	}
 	release()
 	if o.MaxManifests > 0 {
@@ -229,7 +271,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 // keep applying to the rewritten files (pinned to base's number): the
 // rewrite is staged again on top of them.
 func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
-	results []table.CompactionGroupResult, cleanup func(), res *CompactResult, held bool) error {
+	results []table.CompactionGroupResult, merged []mergedDeletes, cleanup func(), res *CompactResult, held bool) error {
 	if !held {
 		t.state.commitMu.Lock()
 		defer t.state.commitMu.Unlock()
@@ -243,7 +285,7 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 	}
 	runID := newRunID()
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
-		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, runID)
+		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
 	restage := func(on *table.Table) (*table.Transaction, int, error) {
@@ -467,7 +509,8 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 // files by their new ones, with the new files' data sequence number pinned to
 // readSeq, and dropping the delete files that apply to nothing left. It
 // returns a nil transaction when there is nothing to commit.
-func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult, runID string) (*table.Transaction, int, error) {
+func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult,
+	merged []mergedDeletes, runID string) (*table.Transaction, int, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -494,7 +537,7 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		}
 		dead = append(dead, pos...)
 	}
-	if len(rewritten) == 0 && len(dead) == 0 {
+	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 {
 		return nil, 0, nil
 	}
 	tx := tbl.NewTransaction()
@@ -523,13 +566,26 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	for _, f := range dead {
 		drop(f)
 	}
+	removed := len(seen)
+	for _, m := range merged {
+		for _, f := range m.old {
+			drop(f)
+		}
+		// The merged entries name rows of files in tbl, whose data
+		// sequence numbers are at most readSeq's: at readSeq the new
+		// file applies to all of them.
+		for _, f := range m.added {
+			rw.AddDeleteFileWithDataSequenceNumber(f, readSeq)
+		}
+	}
+	removed = len(seen) - removed + len(dead)
 	if len(rewritten) > 0 {
 		rw.DataSequenceNumber(readSeq)
 	}
 	if err := rw.Commit(ctx); err != nil {
 		return nil, 0, fmt.Errorf("compact %s: stage the rewrite: %w", t.ID, err)
 	}
-	return tx, len(dead), nil
+	return tx, removed, nil
 }
 
 // mayHavePositionDeletes is false when the snapshot's summary says it has

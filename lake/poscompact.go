@@ -1,0 +1,254 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Compaction of a table in position mode.
+//
+// A position delete names one row of one data file, so it costs a reader
+// only that file's share and it dies with that file: unlike an equality
+// delete, it never makes a whole partition's older files worth rewriting.
+// A compaction in position mode therefore rewrites a data file only when
+// the fraction of its rows deleted reaches delete_ratio (or it is small, as
+// in equality mode), and keeps the number of position delete files of a
+// partition below delete_files by merging them into one: the entries that
+// still name live rows are written again, those of files gone or rewritten
+// by the same run are dropped.
+//
+// A table switched from equality mode keeps its equality deletes until the
+// first compaction, which runs the equality selection (whole partitions).
+
+// posMerge replaces a partition's position delete files by one file of
+// their live entries.
+type posMerge struct {
+	key     string
+	deletes []iceberg.DataFile
+}
+
+// positionPlan is what a compaction in position mode rewrites.
+type positionPlan struct {
+	groups   []table.CompactionTaskGroup
+	merges   []posMerge
+	deferred int
+}
+
+// posPartition is one partition's live files and position deletes.
+type posPartition struct {
+	key     string
+	tasks   []table.FileScanTask
+	deletes map[string]iceberg.DataFile // its position delete files by path
+	deleted int64                       // rows its position deletes name
+	small   int
+}
+
+// hasEqualityDeletes reports whether any task carries an equality delete.
+func hasEqualityDeletes(tasks []table.FileScanTask) bool {
+	for _, tk := range tasks {
+		if len(tk.EqualityDeleteFiles) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// deletedRows counts, per data file path, the rows that the position
+// delete files and deletion vectors of tasks name. A row named twice (a
+// replayed key index may delete a row again) counts twice, which only
+// makes its file due a little earlier.
+func deletedRows(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask) (map[string]int64, error) {
+	counts := map[string]int64{}
+	read := map[string]bool{}
+	for _, tk := range tasks {
+		for _, d := range tk.DeleteFiles {
+			if read[d.FilePath()] {
+				continue
+			}
+			read[d.FilePath()] = true
+			if err := eachPositionDelete(ctx, fsys, d, func(path string, _ int64) bool {
+				counts[path]++
+				return true
+			}); err != nil {
+				return nil, err
+			}
+		}
+		for _, d := range tk.DeletionVectorFiles {
+			counts[tk.File.FilePath()] += d.Count()
+		}
+	}
+	return counts, nil
+}
+
+// selectPositionCompaction picks, partition by partition, the data files
+// to rewrite (deleted fraction at least DeleteRatio, or small files where
+// they crowd) and the partitions whose position delete files to merge (at
+// least DeleteFiles of them). Files are taken oldest first, the partitions
+// with the most deleted rows first, up to MaxBytes.
+func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int64, o *CompactOptions) positionPlan {
+	parts := map[string]*posPartition{}
+	var order []string
+	for _, tk := range tasks {
+		key := partitionKey(tk.File)
+		p := parts[key]
+		if p == nil {
+			p = &posPartition{key: key, deletes: map[string]iceberg.DataFile{}}
+			parts[key] = p
+			order = append(order, key)
+		}
+		p.tasks = append(p.tasks, tk)
+		p.deleted += deleted[tk.File.FilePath()]
+		if tk.File.FileSizeBytes() < o.SmallFileSize {
+			p.small++
+		}
+		for _, d := range tk.DeleteFiles {
+			p.deletes[d.FilePath()] = d
+		}
+	}
+	crowded := len(tasks) > max(2*len(parts), o.SmallFiles)
+	sort.SliceStable(order, func(i, j int) bool { return parts[order[i]].deleted > parts[order[j]].deleted })
+
+	var (
+		plan positionPlan
+		used int64
+		full bool
+	)
+	for _, key := range order {
+		p := parts[key]
+		smallDue := o.Force || p.small >= o.SmallFiles || (crowded && p.small >= 2)
+		type cand struct {
+			tk      table.FileScanTask
+			carries bool
+		}
+		var cands []cand
+		for _, tk := range p.tasks {
+			n := deleted[tk.File.FilePath()]
+			due := n > 0 && (o.Force || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))
+			if due || (smallDue && tk.File.FileSizeBytes() < o.SmallFileSize) {
+				cands = append(cands, cand{tk, n > 0})
+			}
+		}
+		// Files with deletes first (a position delete dies with its file,
+		// whatever the order), then small files, oldest first.
+		sort.SliceStable(cands, func(i, j int) bool {
+			if cands[i].carries != cands[j].carries {
+				return cands[i].carries
+			}
+			if a, b := seqOf(&cands[i].tk), seqOf(&cands[j].tk); a != b {
+				return a < b
+			}
+			return cands[i].tk.File.FilePath() < cands[j].tk.File.FilePath()
+		})
+		g := table.CompactionTaskGroup{PartitionKey: key}
+		for i, c := range cands {
+			size := c.tk.File.FileSizeBytes()
+			if full || (o.MaxBytes > 0 && used > 0 && used+size > o.MaxBytes) {
+				full = true
+				plan.deferred += len(cands) - i
+				break
+			}
+			used += size
+			g.Tasks = append(g.Tasks, c.tk)
+			g.TotalSizeBytes += size
+		}
+		// One clean small file alone gains nothing.
+		if len(g.Tasks) == 1 && !cands[0].carries {
+			used -= g.TotalSizeBytes
+			g.Tasks = nil
+		}
+		if len(g.Tasks) > 0 {
+			plan.groups = append(plan.groups, g)
+		}
+		// The partition's delete files are merged when they are many, and
+		// whenever files of the partition are rewritten (their entries
+		// naming those files go), so that a delete file never outlives
+		// the rows it names.
+		if len(p.deletes) >= max(o.DeleteFiles, 1) || (len(p.deletes) > 0 && (o.Force || len(g.Tasks) > 0)) {
+			m := posMerge{key: key}
+			for _, d := range p.deletes {
+				m.deletes = append(m.deletes, d)
+			}
+			sort.Slice(m.deletes, func(i, j int) bool { return m.deletes[i].FilePath() < m.deletes[j].FilePath() })
+			plan.merges = append(plan.merges, m)
+		}
+	}
+	return plan
+}
+
+// mergedDeletes is a merge's outcome: the delete files it replaces and the
+// ones it wrote (none when no entry still names a live row).
+type mergedDeletes struct {
+	old, added []iceberg.DataFile
+}
+
+// writeMerges writes, for each merge, one position delete file (per spec
+// and partition) of the entries that name data files of tasks that the
+// run does not rewrite.
+func (t *Table) writeMerges(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, merges []posMerge, rewritten map[string]struct{}) ([]mergedDeletes, error) {
+	if len(merges) == 0 {
+		return nil, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]iceberg.DataFile{}
+	for _, tk := range tasks {
+		if _, gone := rewritten[tk.File.FilePath()]; !gone {
+			live[tk.File.FilePath()] = tk.File
+		}
+	}
+	var out []mergedDeletes
+	fail := func(err error) ([]mergedDeletes, error) {
+		for _, m := range out {
+			t.removeFiles(ctx, tbl, m.added)
+		}
+		return nil, fmt.Errorf("merge the position deletes of %s: %w", t.ID, err)
+	}
+	for _, m := range merges {
+		var targets []posTarget
+		tuples := map[string]partitionRecord{}
+		seen := map[posKey]bool{}
+		for _, d := range m.deletes {
+			var perr error
+			err := eachPositionDelete(ctx, fsys, d, func(path string, pos int64) bool {
+				df, ok := live[path]
+				if !ok || partitionKey(df) != m.key || seen[posKey{path, pos}] {
+					return true
+				}
+				seen[posKey{path, pos}] = true
+				vals, ok := tuples[path]
+				if !ok {
+					if vals, perr = partitionTuple(tbl.Metadata(), df); perr != nil {
+						return false
+					}
+					tuples[path] = vals
+				}
+				targets = append(targets, posTarget{path: path, pos: pos, spec: int(df.SpecID()), values: vals})
+				return true
+			})
+			if err == nil {
+				err = perr
+			}
+			if err != nil {
+				return fail(err)
+			}
+		}
+		added, err := t.writePositionDeletes(ctx, tbl, targets)
+		if err != nil {
+			return fail(err)
+		}
+		out = append(out, mergedDeletes{old: m.deletes, added: added})
+	}
+	return out, nil
+}
+
+type posKey struct {
+	path string
+	pos  int64
+}

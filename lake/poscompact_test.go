@@ -1,0 +1,105 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// dataFileRows returns the live data files of tbl's current snapshot with
+// their record counts.
+func dataFileRows(t *testing.T, tbl *table.Table) map[string]int64 {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, tk := range tasks {
+		out[tk.File.FilePath()] = tk.File.Count()
+	}
+	return out
+}
+
+// TestPositionCompactionRewritesDeletedFiles: in position mode a
+// compaction rewrites only the data files whose deleted fraction reached
+// delete_ratio, merges a partition's position delete files once there are
+// delete_files of them (keeping the entries that name rows of files it
+// leaves alone), moves the key index with the rows, and the rows stay equal
+// to the model through later epochs.
+func TestPositionCompactionRewritesDeletedFiles(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 100), "a", nil)   // file A
+	e.commit(nil, keys(101, 200), "b", nil) // file B
+	files := dataFileRows(t, e.tbl.current())
+	if len(files) != 2 {
+		t.Fatalf("%d data files after two epochs of inserts, want 2", len(files))
+	}
+	// 30 rows of A change; one row of B changes in each of five epochs.
+	e.commit(nil, keys(1, 30), "a2", nil)
+	for i := int64(0); i < 5; i++ {
+		e.commit(nil, []int64{150 + i}, fmt.Sprintf("b%d", i), nil)
+	}
+	pos, _ := deleteFiles(t, e.tbl.current())
+	if pos != 6 {
+		t.Fatalf("%d position delete files, want one per updating epoch (6)", pos)
+	}
+	o := testOpts()
+	o.DeleteRatio, o.DeleteFiles, o.SmallFileSize = 0.2, 5, 0
+	res, err := e.tbl.Compact(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(e.tbl.current())
+	after := dataFileRows(t, e.tbl.current())
+	var kept []string
+	for path := range files {
+		if _, ok := after[path]; ok {
+			kept = append(kept, path)
+		}
+	}
+	if res.RewrittenFiles != 1 || len(kept) != 1 {
+		t.Fatalf("compaction %+v kept %v of the two files: want one rewritten (30%% deleted), one kept (5%%)", res, kept)
+	}
+	// What is left of the deletes names the five rows of B: B was kept.
+	tasks, err := e.tbl.current().Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := e.tbl.current().FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := deletedRows(ctx, fsys, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[kept[0]] != 5 {
+		t.Fatalf("position deletes after the compaction name %v, want the 5 rows of the kept file %s", deleted, kept[0])
+	}
+	if pos, _ := deleteFiles(t, e.tbl.current()); pos != 1 {
+		t.Fatalf("%d position delete files after the merge, want 1", pos)
+	}
+	// The index followed the rewrite in the same critical section.
+	st, ok, err := e.tbl.state.keys.db.State()
+	if err != nil || !ok || st.SnapshotID != res.Snapshot {
+		t.Fatalf("index at %+v (%v, %v) after the compaction, want its snapshot %d", st, ok, err, res.Snapshot)
+	}
+	// Updates of moved rows, of rows of B and deletes after the compaction.
+	e.commit(nil, []int64{5, 60, 150, 160, 300}, "c", []int64{10, 151})
+	e.assertModel(e.tbl.current())
+	// Forced: every file with a delete is rewritten, no delete is left.
+	o.Force = true
+	if _, err := e.tbl.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(e.tbl.current())
+	if pos, eq := deleteFiles(t, e.tbl.current()); pos+eq != 0 {
+		t.Fatalf("%d position and %d equality delete files after a forced compaction, want none", pos, eq)
+	}
+	e.commit(nil, keys(1, 20), "d", []int64{150})
+	e.assertModel(e.tbl.current())
+}

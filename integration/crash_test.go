@@ -43,16 +43,22 @@ func TestCrashRecovery(t *testing.T) {
 	selfKills := 0
 	for i := 0; i < rounds; i++ {
 		f := faults[i%len(faults)]
-		var env []string
-		if f != "" {
-			env = append(env, f)
-		}
 		if i%6 == 5 {
 			// A wiped disk, or a daemon moved to another machine: the key
-			// index is rebuilt from the tables.
+			// index is rebuilt from the tables, and the rebuild may be
+			// cut short (the next round starts it again).
 			if err := os.RemoveAll(e.cfg.Deletes.IndexDir); err != nil {
 				t.Fatal(err)
 			}
+			if f == "" {
+				f = "CDCSYNC_FAULT=during-index-rebuild:0.5"
+			} else {
+				f += ",during-index-rebuild:0.5"
+			}
+		}
+		var env []string
+		if f != "" {
+			env = append(env, f)
 		}
 		p := e.start(env...)
 		deadline := time.After(time.Duration(300+r.IntN(2500)) * time.Millisecond)

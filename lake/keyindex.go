@@ -79,9 +79,11 @@ type keyIndex struct {
 	files  map[uint32]indexedFile // the index's file table, as loaded
 	byPath map[string]uint32
 	log    *slog.Logger
-	// beforeIndex is the testing hook between an epoch's commit and its
-	// index update (nil in production).
-	beforeIndex func()
+	// fault is the testing hook (CDCSYNC_FAULT) at "before-index",
+	// between an epoch's commit and its index update, and at
+	// "during-index-rebuild", once a rebuild has started (nil in
+	// production).
+	fault func(string)
 	// Counts for metrics (IndexCounts), cumulative.
 	rebuilds, rebuildRows, replayed atomic.Int64
 }
@@ -120,7 +122,7 @@ func indexName(tbl *table.Table, kc keyColumns) string {
 }
 
 // attachIndex opens the key index of t (in position mode) in db.
-func (t *Table) attachIndex(db *pkindex.DB, log *slog.Logger, beforeIndex func()) error {
+func (t *Table) attachIndex(db *pkindex.DB, log *slog.Logger, fault func(string)) error {
 	tbl := t.current()
 	kc, err := newKeyColumns(tbl.Schema(), t.Schema)
 	if err != nil {
@@ -131,7 +133,7 @@ func (t *Table) attachIndex(db *pkindex.DB, log *slog.Logger, beforeIndex func()
 	if err != nil {
 		return fmt.Errorf("open the key index of %s: %w", t.ID, err)
 	}
-	ki := &keyIndex{db: it, name: name, kc: kc, log: log.With("table", t.ID.String()), beforeIndex: beforeIndex}
+	ki := &keyIndex{db: it, name: name, kc: kc, log: log.With("table", t.ID.String()), fault: fault}
 	if err := ki.loadFiles(); err != nil {
 		return err
 	}
@@ -374,6 +376,13 @@ func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Sna
 	start := time.Now()
 	ib := ki.newBatch()
 	defer ib.close()
+	// Marked unfinished first: a rebuild cut short is started again.
+	if err := ib.commit(pkindex.State{SnapshotID: h.SnapshotID, Complete: false}); err != nil {
+		return fmt.Errorf("build the key index of %s: %w", t.ID, err)
+	}
+	if ki.fault != nil {
+		ki.fault("during-index-rebuild")
+	}
 	var rows int64
 	err := liveKeys(ctx, tbl, h.SnapshotID, t.Schema, func(key []byte, df iceberg.DataFile, pos int64) error {
 		id, err := ib.file(tbl.Metadata(), df)
@@ -509,8 +518,8 @@ func (t *Table) indexEpoch(e Epoch, p *pendingFiles, rows []cdcsync.Row) {
 	if snap == nil || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != p.base {
 		return // another writer in between: syncIndex replays
 	}
-	if f := t.state.keys.beforeIndex; f != nil {
-		f()
+	if f := t.state.keys.fault; f != nil {
+		f("before-index")
 	}
 	if err := t.indexCommitted(tbl, snap.SnapshotID, p.keys, rows, p.data, p.locs); err != nil {
 		t.state.keys.log.Warn("the key index could not record an epoch; the next commit catches it up from the table", "epoch", e.Number, "error", err)

@@ -73,9 +73,10 @@ type Lake struct {
 	// keys holds the key indexes of the tables in position mode
 	// (SetKeyIndex); nil in processes that do not commit epochs.
 	keys *pkindex.DB
-	// beforeIndex, when set, runs after an epoch's catalog commit and
-	// before the key index records it; tests crash there (ForSession).
-	beforeIndex func()
+	// indexFault, when set, is the key index's testing hook: tests crash
+	// between an epoch's catalog commit and its index update, and during
+	// a rebuild (ForSession; see keyIndex.fault).
+	indexFault func(string)
 }
 
 // SetKeyIndex gives the tables opened afterwards their key indexes in db

@@ -24,7 +24,7 @@ func (l *Lake) ForSession(m *metrics.Metrics, fault func(string)) *SessionLake {
 	if fault == nil {
 		fault = func(string) {}
 	}
-	l.beforeIndex = func() { fault("before-index") }
+	l.indexFault = fault
 	return &SessionLake{l: l, m: m, fault: fault}
 }
 

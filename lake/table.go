@@ -449,7 +449,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		part:     part, files: l.files,
 		mode: deletesMode(tbl)}
 	if t.mode == DeletesPosition && l.keys != nil {
-		if err := t.attachIndex(l.keys, l.log, l.beforeIndex); err != nil {
+		if err := t.attachIndex(l.keys, l.log, l.indexFault); err != nil {
 			return nil, err
 		}
 	}

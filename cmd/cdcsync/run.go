@@ -427,7 +427,8 @@ func b2f(b bool) float64 {
 // faultFromEnv reads CDCSYNC_FAULT, a testing aid: "point:probability,..."
 // makes the process kill itself with SIGKILL at the named protocol points
 // (before-commit, between-tables, before-checkpoint; before-index: an
-// epoch committed, the key index not updated) and maintenance points
+// epoch committed, the key index not updated; during-index-rebuild: a key
+// index rebuild started, not finished) and maintenance points
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)
 // with that probability.

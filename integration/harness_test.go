@@ -57,6 +57,9 @@ type envOptions struct {
 	// and shared by every test run on the machine); adminDefault leaves
 	// the section out.
 	admin string
+	// deletesMode is deletes.mode; default the configuration's default
+	// (position).
+	deletesMode string
 }
 
 // adminDefault as envOptions.admin leaves admin: out of the config.
@@ -106,6 +109,9 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 		// The key index of the test's daemon, in the test's directory
 		// (the default is under $HOME).
 		adminYAML += "deletes:\n  index_dir: " + filepath.Join(dir, "index") + "\n"
+		if o.deletesMode != "" {
+			adminYAML += "  mode: " + o.deletesMode + "\n"
+		}
 	}
 	e.exec("DROP DATABASE IF EXISTS " + dbName)
 	e.exec("CREATE DATABASE " + dbName)

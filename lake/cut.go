@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,14 +226,18 @@ func (l *Lake) TagCut(ctx context.Context, cut Cut, name string, keep time.Durat
 	}
 	for _, t := range cut.Tables {
 		ident := table.Identifier(strings.Split(t.Iceberg, "."))
-		// The daemon commits meanwhile: a commit that lost the race is
-		// staged again on the reloaded table.
+		// The daemon commits meanwhile (back to back while it catches
+		// up): a commit that lost the race is staged again on the
+		// reloaded table, after a short random pause, for up to a minute.
+		// Other errors (a busy SQLite catalog) are tried ten times.
 		var err error
-		for try := 0; try < 10; try++ {
-			if err = l.tag(ctx, ident, t, name, age); err == nil || errors.Is(err, errTagTaken) {
+		for try, deadline := 0, time.Now().Add(time.Minute); ; try++ {
+			err = l.tag(ctx, ident, t, name, age)
+			if err == nil || errors.Is(err, errTagTaken) || ctx.Err() != nil || time.Now().After(deadline) ||
+				(!errors.Is(err, table.ErrCommitFailed) && try >= 9) {
 				break
 			}
-			time.Sleep(time.Duration(50*(try+1)) * time.Millisecond)
+			time.Sleep(time.Duration(10+rand.IntN(90)) * time.Millisecond)
 		}
 		if err != nil {
 			return err

@@ -46,6 +46,22 @@ func added(before, after []string) []string {
 	return out
 }
 
+// compactBeforeFirstCommit makes other (the table opened by another
+// process) compact everything between tb's next staging and its catalog
+// commit, once.
+func compactBeforeFirstCommit(t *testing.T, tb, other *Table) {
+	compacted := false
+	tb.BeforeCommit = func() {
+		if compacted {
+			return
+		}
+		compacted = true
+		if _, err := other.Compact(context.Background(), CompactOptions{DeleteFiles: 1, DeleteRatio: 0.01, SmallFiles: 1, SmallFileSize: 1 << 30, TargetFileSize: 1 << 30}); err != nil {
+			t.Errorf("compact: %v", err)
+		}
+	}
+}
+
 // A commit retried after a failure commits the files its first attempt
 // wrote: an outage of any length leaves one set of files per epoch, not one
 // per attempt. The failure here is a real one: another process compacted
@@ -56,16 +72,7 @@ func TestRetryReusesTheAttemptsFiles(t *testing.T) {
 	e.churn(6)
 	other := e.second("p") // the same table opened by another process
 	before := e.parquetFiles()
-	compacted := false
-	e.tbl.BeforeCommit = func() {
-		if compacted {
-			return
-		}
-		compacted = true
-		if _, err := other.Compact(ctx, CompactOptions{DeleteFiles: 1, DeleteRatio: 0.01, SmallFiles: 1, SmallFileSize: 1 << 30, TargetFileSize: 1 << 30}); err != nil {
-			t.Errorf("compact: %v", err)
-		}
-	}
+	compactBeforeFirstCommit(t, e.tbl, other)
 	e.epoch++
 	d, r := e.change(keys(1, 5), "retried", nil)
 	err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil)
@@ -99,16 +106,7 @@ func TestPositionRetryRewritesItsDeletes(t *testing.T) {
 	e.churn(6)
 	other := e.second("p")
 	before := e.parquetFiles()
-	compacted := false
-	e.tbl.BeforeCommit = func() {
-		if compacted {
-			return
-		}
-		compacted = true
-		if _, err := other.Compact(ctx, CompactOptions{DeleteFiles: 1, DeleteRatio: 0.01, SmallFiles: 1, SmallFileSize: 1 << 30, TargetFileSize: 1 << 30}); err != nil {
-			t.Errorf("compact: %v", err)
-		}
-	}
+	compactBeforeFirstCommit(t, e.tbl, other)
 	e.epoch++
 	d, r := e.change(keys(1, 5), "retried", []int64{50})
 	if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch)}, d, r, nil); err == nil || errors.Is(err, ErrConflict) {

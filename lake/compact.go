@@ -458,21 +458,13 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 		}
 		return hot[i].small > hot[j].small
 	})
-	var (
-		groups   []table.CompactionTaskGroup
-		used     int64
-		deferred int
-		full     bool
-	)
-	type cand struct {
-		tk      table.FileScanTask
-		carries bool
-	}
+	var groups []table.CompactionTaskGroup
+	b := compactBudget{max: o.MaxBytes}
 	for _, p := range hot {
-		var cands []cand
+		var cands []compactCand
 		for i, tk := range p.tasks {
 			if p.carries[i] || tk.File.FileSizeBytes() < o.SmallFileSize {
-				cands = append(cands, cand{tk, p.carries[i]})
+				cands = append(cands, compactCand{tk, p.carries[i]})
 			}
 		}
 		sort.SliceStable(cands, func(i, j int) bool {
@@ -481,28 +473,50 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 			}
 			return cands[i].tk.File.FilePath() < cands[j].tk.File.FilePath()
 		})
-		g := table.CompactionTaskGroup{PartitionKey: p.key}
-		for i, c := range cands {
-			size := c.tk.File.FileSizeBytes()
-			if full || (o.MaxBytes > 0 && used > 0 && used+size > o.MaxBytes) {
-				full = true
-				deferred += len(cands) - i
-				break
-			}
-			used += size
-			g.Tasks = append(g.Tasks, c.tk)
-			g.TotalSizeBytes += size
-		}
-		// One clean small file alone gains nothing.
-		if len(g.Tasks) == 1 && !cands[0].carries {
-			used -= g.TotalSizeBytes
-			continue
-		}
-		if len(g.Tasks) > 0 {
+		if g := b.take(p.key, cands); len(g.Tasks) > 0 {
 			groups = append(groups, g)
 		}
 	}
-	return groups, deferred
+	return groups, b.deferred
+}
+
+// compactCand is a data file a compaction may rewrite; carries says a
+// delete applies to it.
+type compactCand struct {
+	tk      table.FileScanTask
+	carries bool
+}
+
+// compactBudget hands out max bytes of rewriting (<= 0: no limit) across
+// the groups of one run, and counts the candidate files left for later.
+type compactBudget struct {
+	max, used int64
+	full      bool
+	deferred  int
+}
+
+// take returns the group of the candidates of partition key, in order,
+// that the budget allows; the first file of a run is always taken, so
+// that a file larger than the budget is compacted eventually. One clean
+// small file alone gains nothing: the group is empty then.
+func (b *compactBudget) take(key string, cands []compactCand) table.CompactionTaskGroup {
+	g := table.CompactionTaskGroup{PartitionKey: key}
+	for i, c := range cands {
+		size := c.tk.File.FileSizeBytes()
+		if b.full || (b.max > 0 && b.used > 0 && b.used+size > b.max) {
+			b.full = true
+			b.deferred += len(cands) - i
+			break
+		}
+		b.used += size
+		g.Tasks = append(g.Tasks, c.tk)
+		g.TotalSizeBytes += size
+	}
+	if len(g.Tasks) == 1 && !cands[0].carries {
+		b.used -= g.TotalSizeBytes
+		g.Tasks, g.TotalSizeBytes = nil, 0
+	}
+	return g
 }
 
 // stageRewrite stages on tbl one rewrite snapshot replacing the groups' old

@@ -113,24 +113,17 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 	crowded := len(tasks) > max(2*len(parts), o.SmallFiles)
 	sort.SliceStable(order, func(i, j int) bool { return parts[order[i]].deleted > parts[order[j]].deleted })
 
-	var (
-		plan positionPlan
-		used int64
-		full bool
-	)
+	var plan positionPlan
+	b := compactBudget{max: o.MaxBytes}
 	for _, key := range order {
 		p := parts[key]
 		smallDue := o.Force || p.small >= o.SmallFiles || (crowded && p.small >= 2)
-		type cand struct {
-			tk      table.FileScanTask
-			carries bool
-		}
-		var cands []cand
+		var cands []compactCand
 		for _, tk := range p.tasks {
 			n := deleted[tk.File.FilePath()]
 			due := n > 0 && (o.Force || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))
 			if due || (smallDue && tk.File.FileSizeBytes() < o.SmallFileSize) {
-				cands = append(cands, cand{tk, n > 0})
+				cands = append(cands, compactCand{tk, n > 0})
 			}
 		}
 		// Files with deletes first (a position delete dies with its file,
@@ -144,23 +137,7 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 			}
 			return cands[i].tk.File.FilePath() < cands[j].tk.File.FilePath()
 		})
-		g := table.CompactionTaskGroup{PartitionKey: key}
-		for i, c := range cands {
-			size := c.tk.File.FileSizeBytes()
-			if full || (o.MaxBytes > 0 && used > 0 && used+size > o.MaxBytes) {
-				full = true
-				plan.deferred += len(cands) - i
-				break
-			}
-			used += size
-			g.Tasks = append(g.Tasks, c.tk)
-			g.TotalSizeBytes += size
-		}
-		// One clean small file alone gains nothing.
-		if len(g.Tasks) == 1 && !cands[0].carries {
-			used -= g.TotalSizeBytes
-			g.Tasks = nil
-		}
+		g := b.take(key, cands)
 		if len(g.Tasks) > 0 {
 			plan.groups = append(plan.groups, g)
 		}
@@ -177,6 +154,7 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 			plan.merges = append(plan.merges, m)
 		}
 	}
+	plan.deferred = b.deferred
 	return plan
 }
 

@@ -521,6 +521,23 @@ func rowsBytes(rows []cdcsync.Row) int {
 	return n
 }
 
+// changeKeys calls fn with the primary key encoding of c's before and
+// after images (valid until fn returns), encoded into buf, which it
+// returns for reuse.
+func (p *Pipeline) changeKeys(c *cdcsync.Change, buf []byte, fn func(key []byte)) ([]byte, error) {
+	for _, row := range []cdcsync.Row{c.Before, c.After} {
+		if row == nil {
+			continue
+		}
+		var err error
+		if buf, err = p.schemas[c.Table].AppendKey(buf[:0], row); err != nil {
+			return buf, err
+		}
+		fn(buf)
+	}
+	return buf, nil
+}
+
 // track records the keys a transaction changed in copying tables
 // (pipeline goroutine); skip says which tables it does not apply to.
 func (p *Pipeline) track(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
@@ -531,15 +548,9 @@ func (p *Pipeline) track(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error 
 		if ct == nil || skip(c.Table) {
 			continue
 		}
-		for _, row := range []cdcsync.Row{c.Before, c.After} {
-			if row == nil {
-				continue
-			}
-			var err error
-			if key, err = p.schemas[c.Table].AppendKey(key[:0], row); err != nil {
-				return err
-			}
-			ct.touched[string(key)] = p.seq
+		var err error
+		if key, err = p.changeKeys(c, key, func(k []byte) { ct.touched[string(k)] = p.seq }); err != nil {
+			return err
 		}
 		if len(ct.touched) > p.copier.opts.MaxTrackedKeys && ct.clean {
 			// Too many keys to remember which the stream wrote: from now on

@@ -326,17 +326,13 @@ func (p *Pipeline) trackRepairs(t *cdcsync.Txn, skip func(cdcsync.TableID) bool)
 			if c.Table != job.req.id || skip(c.Table) {
 				continue
 			}
-			for _, row := range []cdcsync.Row{c.Before, c.After} {
-				if row == nil {
-					continue
+			var err error
+			if key, err = p.changeKeys(c, key, func(k []byte) {
+				if job.want[string(k)] {
+					job.touched[string(k)] = p.seq
 				}
-				var err error
-				if key, err = p.schemas[c.Table].AppendKey(key[:0], row); err != nil {
-					return err
-				}
-				if job.want[string(key)] {
-					job.touched[string(key)] = p.seq
-				}
+			}); err != nil {
+				return err
 			}
 		}
 	}

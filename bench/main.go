@@ -47,6 +47,7 @@ type options struct {
 	pprofDir       string
 	pprofSeconds   int
 	extraConfig    string
+	deletesMode    string
 	partition      string // the partition spec of bench.t; "" unpartitioned
 }
 
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.pprofDir, "pprof", "", "save CPU and allocation profiles of the daemon's copy, catch-up and each freshness rate (fresh-RATE) here")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length of each CPU profile")
 	flag.StringVar(&o.extraConfig, "extra-config", "", "YAML appended to cdcsync's configuration, e.g. 'maintenance: {enabled: false}'")
+	flag.StringVar(&o.deletesMode, "deletes", "", "deletes.mode of the bench table: position or equality (default: cdcsync's default, position)")
 	flag.StringVar(&o.partition, "partition", "", `partition bench.t, e.g. "day(created_at), bucket(8, id)": the harness runs twice, unpartitioned and then partitioned, and compares the two`)
 	flag.Parse()
 	set := map[string]bool{}
@@ -291,7 +293,7 @@ func run(o options) (*results, error) {
 	res.Started = time.Now().UTC()
 	res.Machine = machine()
 	res.Source = gitState()
-	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
+	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "deletes": o.deletesMode, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
 		"duration": o.duration.String(), "interval": o.interval.String(), "warehouse": o.warehouse, "pprof": o.pprofDir != "",
 		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "scans": o.scans}
 	dir, err := os.MkdirTemp("", "cdcsync-bench-")
@@ -369,6 +371,12 @@ func run(o options) (*results, error) {
 		}
 		tablesYAML = fmt.Sprintf("tables:\n  - match: %s.%s\n    partition: [%s]\n", benchDB, benchTable, strings.Join(quoted, ", "))
 	}
+	// The key index lives in the run's directory (the default is under
+	// $HOME, shared by every run).
+	deletesYAML := "deletes:\n  index_dir: " + filepath.Join(dir, "index") + "\n"
+	if o.deletesMode != "" {
+		deletesYAML += "  mode: " + o.deletesMode + "\n"
+	}
 	cfgPath := filepath.Join(dir, "cdcsync.yaml")
 	cfgYAML := fmt.Sprintf(`pipeline: bench
 source:
@@ -386,13 +394,13 @@ catalog:
   sql:
     driver: sqlite
     dsn: %s
-%s%shttp:
+%s%s%shttp:
   listen: %s
 admin:
   listen: %s
   pprof: %t
 %s
-`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, tablesYAML, httpAddr,
+`, db.Port, testenv.ReplUser, testenv.ReplPassword, warehouseYAML, filepath.Join(dir, "catalog.db"), epochYAML, tablesYAML, deletesYAML, httpAddr,
 		adminSocket(cfgPath), o.pprofDir != "", o.extraConfig)
 	if err := os.WriteFile(cfgPath, []byte(cfgYAML), 0o600); err != nil {
 		return nil, err

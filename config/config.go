@@ -41,6 +41,7 @@ type Config struct {
 	Lease     Lease       `yaml:"lease"`
 	Admin     Admin       `yaml:"admin"`
 	Deletes   Deletes     `yaml:"deletes"`
+	Cut       Cut         `yaml:"cut"`
 
 	Maintenance Maintenance `yaml:"maintenance"`
 	DDL         DDL         `yaml:"ddl"`
@@ -199,6 +200,30 @@ type Deletes struct {
 	// IndexCache is the key index's block cache (default 64MiB).
 	IndexCache ByteSize `yaml:"index_cache"`
 }
+
+// Cut configures the tags the daemon puts on consistent cuts (see
+// docs/query.md, "One consistent view across tables").
+type Cut struct {
+	// TagEvery tags the cut of the pipeline's checkpoint on every table
+	// once per period of this length (periods start at multiples of it
+	// since the Unix epoch, in UTC). 0, the default, tags nothing; at
+	// least 1m.
+	TagEvery Duration `yaml:"tag_every"`
+	// TagKeep is how long the scheduled tags live (the tag's
+	// max-ref-age; snapshot expiry keeps tagged snapshots until then).
+	// Default 168h; 0 keeps them until removed.
+	TagKeep Duration `yaml:"tag_keep"`
+	// TagPrefix starts each scheduled tag's name, followed by the
+	// period's start in UTC, e.g. cut-20261205T0200Z. Default "cut-".
+	TagPrefix string `yaml:"tag_prefix"`
+}
+
+// Scheduled cut tags' defaults and limits.
+const (
+	DefaultCutTagKeep  = 7 * 24 * time.Hour
+	DefaultCutTagPrefix = "cut-"
+	MinCutTagEvery     = time.Minute
+)
 
 // Deletes modes.
 const (
@@ -500,6 +525,8 @@ func (c *Config) applyDefaults() {
 	if c.Deletes.IndexCache == 0 && !c.explicit("deletes.index_cache") {
 		c.Deletes.IndexCache = DefaultIndexCache
 	}
+	dur("cut.tag_keep", &c.Cut.TagKeep, DefaultCutTagKeep)
+	str("cut.tag_prefix", &c.Cut.TagPrefix, DefaultCutTagPrefix)
 	dur("lease.ttl", &c.Lease.TTL, DefaultLeaseTTL)
 	if !c.explicit("lease.wait") {
 		c.Lease.Wait = true

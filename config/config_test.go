@@ -131,6 +131,10 @@ deletes:
   mode: Equality
   index_dir: /var/lib/cdcsync/orders
   index_cache: 16MiB
+cut:
+  tag_every: 1h
+  tag_keep: 720h
+  tag_prefix: daily-
 memory_limit: 1GiB
 gc_percent: 80
 maintenance:
@@ -192,6 +196,7 @@ var fullWant = Config{
 	Lease:       Lease{TTL: Duration{time.Minute}, Wait: false},
 	Admin:       Admin{Listen: "127.0.0.1:9998", Token: "admin-token-secret-value", PProf: true},
 	Deletes:     Deletes{Mode: "equality", IndexDir: "/var/lib/cdcsync/orders", IndexCache: 16 << 20},
+	Cut:         Cut{TagEvery: Duration{time.Hour}, TagKeep: Duration{720 * time.Hour}, TagPrefix: "daily-"},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
@@ -280,6 +285,7 @@ func TestDefaults(t *testing.T) {
 		Lease:     Lease{TTL: Duration{DefaultLeaseTTL}, Wait: true},
 		Admin:     Admin{Listen: sockets[0], sockets: sockets},
 		Deletes:   Deletes{Mode: DeletesPosition, IndexCache: DefaultIndexCache},
+		Cut:       Cut{TagKeep: Duration{DefaultCutTagKeep}, TagPrefix: DefaultCutTagPrefix},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxManifests: 50},
@@ -459,6 +465,10 @@ func TestValidationErrors(t *testing.T) {
 			`line 3: deletes.index_dir "~/idx" starts with ~, which cdcsync does not expand: write the full path`,
 			`line 4: deletes.index_cache must be at least 1MiB (got 1KiB)`,
 			`line 7: tables[0].deletes "eq" is not valid: use one of position, equality`}},
+		{"bad cut tags", "cut:\n  tag_every: 10s\n  tag_keep: -1h\n  tag_prefix: a b\n", []string{
+			`line 2: cut.tag_every 10s is too short: each tag is a catalog commit on every table, so use at least 1m0s`,
+			`line 3: cut.tag_keep must not be negative (got -1h0m0s)`,
+			`line 4: cut.tag_prefix "a b" must be non-empty, without spaces or slashes`}},
 		{"bad driver", "catalog:\n  sql:\n    driver: mysql\n", []string{`line 3: catalog.sql.driver "mysql" is not valid: use one of sqlite, postgres`}},
 		{"postgres without dsn", "catalog:\n  sql:\n    driver: postgres\n", []string{`catalog.sql.dsn is missing: the postgres driver needs a connection URL, e.g. dsn: postgres://`}},
 		{"rest without uri", "catalog:\n  type: rest\n", []string{`catalog.rest.uri is missing: catalog type rest needs the REST catalog's URL, e.g. uri: http://127.0.0.1:8181`}},

@@ -166,6 +166,15 @@ func (c *Config) Validate() error {
 	if strings.HasPrefix(c.Deletes.IndexDir, "~") {
 		p.add("deletes.index_dir", "deletes.index_dir %q starts with ~, which cdcsync does not expand: write the full path", c.Deletes.IndexDir)
 	}
+	if d := c.Cut.TagEvery.Duration; d != 0 && d < MinCutTagEvery {
+		p.add("cut.tag_every", "cut.tag_every %s is too short: each tag is a catalog commit on every table, so use at least %s, e.g. tag_every: 1h (or 0 for no scheduled tags)", d, MinCutTagEvery)
+	}
+	if c.Cut.TagKeep.Duration < 0 {
+		p.add("cut.tag_keep", "cut.tag_keep must not be negative (got %s): 0 keeps the tags until removed, e.g. tag_keep: 168h", c.Cut.TagKeep.Duration)
+	}
+	if pr := c.Cut.TagPrefix; pr == "" || strings.ContainsAny(pr, " /\\\t\n") {
+		p.add("cut.tag_prefix", "cut.tag_prefix %q must be non-empty, without spaces or slashes, e.g. tag_prefix: cut-", pr)
+	}
 	p.enum("log.level", c.Log.Level, logLevels)
 	p.enum("log.format", c.Log.Format, logFormats)
 

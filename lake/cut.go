@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/config"
 )
 
 // A cut is one transactionally consistent state of all the pipeline's
@@ -266,4 +267,62 @@ func (l *Lake) tag(ctx context.Context, ident table.Identifier, t CutTable, name
 		return fmt.Errorf("tag snapshot %d of %s as %q: %w", t.Snapshot, t.Iceberg, name, err)
 	}
 	return nil
+}
+
+// cutTags is the daemon's schedule of cut tags (config.Cut): once per
+// period of tag_every, the first checkpoint of the period tags its cut
+// on every table, named after the period's start. The name makes it
+// idempotent: a daemon restarted within a period finds the tag there.
+type cutTags struct {
+	every, keep time.Duration
+	prefix      string
+	done        int64     // the last period tagged (or found tagged)
+	retryAt     time.Time // after a failure, the next try
+	now         func() time.Time
+}
+
+func newCutTags(c *config.Cut) *cutTags {
+	if c.TagEvery.Duration <= 0 {
+		return nil
+	}
+	return &cutTags{every: c.TagEvery.Duration, keep: c.TagKeep.Duration, prefix: c.TagPrefix, done: -1, now: time.Now}
+}
+
+// tagName returns the tag of the period that holds t, and the period.
+func (ct *cutTags) tagName(t time.Time) (string, int64) {
+	period := t.UnixNano() / int64(ct.every)
+	start := time.Unix(0, period*int64(ct.every)).UTC()
+	return ct.prefix + start.Format("20060102T150405Z"), period
+}
+
+// tagScheduledCut tags the cut of epoch, just checkpointed, when its
+// period has no tag yet. A failure is logged and tried again a minute
+// later: a tag is a convenience, never a reason to stop mirroring.
+func (l *Lake) tagScheduledCut(ctx context.Context, epoch int64) {
+	ct := l.cutTags
+	if ct == nil {
+		return
+	}
+	now := ct.now()
+	name, period := ct.tagName(now)
+	if period == ct.done || now.Before(ct.retryAt) {
+		return
+	}
+	cut, err := l.Cut(ctx, epoch)
+	if err == nil {
+		err = l.TagCut(ctx, cut, name, ct.keep)
+	}
+	switch {
+	case err == nil:
+		l.log.Info("tagged the consistent cut of every table", "tag", name, "epoch", cut.Epoch, "tables", len(cut.Tables), "excluded", len(cut.Excluded))
+	case errors.Is(err, errTagTaken):
+		l.log.Info("the consistent cut of this period is tagged already", "tag", name, "detail", err.Error())
+	default:
+		if ctx.Err() == nil {
+			l.log.Warn("cannot tag the consistent cut; trying again in a minute", "tag", name, "error", err)
+		}
+		ct.retryAt = now.Add(time.Minute)
+		return
+	}
+	ct.done = period
 }

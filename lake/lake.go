@@ -77,6 +77,9 @@ type Lake struct {
 	// between an epoch's catalog commit and its index update, and during
 	// a rebuild (ForSession; see keyIndex.fault).
 	indexFault func(string)
+	// cutTags tags consistent cuts on a schedule (cut.tag_every); nil
+	// when none is configured.
+	cutTags *cutTags
 }
 
 // SetKeyIndex gives the tables opened afterwards their key indexes in db
@@ -135,7 +138,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 		return nil, err
 	}
 	return &Lake{cat: cat, release: release, reach: rch, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
-		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles))}, nil
+		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles)), cutTags: newCutTags(&cfg.Cut)}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {

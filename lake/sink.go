@@ -290,7 +290,11 @@ func (s *Sink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Posi
 			c.Tables = append(c.Tables, cdcsync.TableEpoch{Table: id, Epoch: tc.Epoch})
 		}
 	}
-	return s.lake.SaveCheckpoint(ctx, c)
+	if err := s.lake.SaveCheckpoint(ctx, c); err != nil {
+		return err
+	}
+	s.lake.tagScheduledCut(ctx, epoch)
+	return nil
 }
 
 // final says a commit error ends the session: another writer's snapshot

@@ -1,0 +1,78 @@
+package lake
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// TestScheduledCutTags: with cut.tag_every, the first checkpoint of each
+// period tags its cut on every table, named after the period's start, with
+// tag_keep as the tag's max age; a later checkpoint of the same period
+// does not move it, and a daemon restarted within the period leaves it.
+func TestScheduledCutTags(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	clock := time.Date(2026, 12, 5, 2, 30, 0, 0, time.UTC)
+	schedule := func() *cutTags {
+		return &cutTags{every: time.Hour, keep: 2 * time.Hour, prefix: "cut-", done: -1, now: func() time.Time { return clock }}
+	}
+	e.lk.cutTags = schedule()
+	checkpoint := func() {
+		t.Helper()
+		c := cdcsync.Checkpoint{Epoch: e.epoch, Pos: pos(e.epoch), Time: clock,
+			Tables: []cdcsync.TableEpoch{{Table: e.tbl.ID, Epoch: e.epoch}}}
+		if err := e.lk.SaveCheckpoint(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		e.lk.tagScheduledCut(ctx, e.epoch)
+	}
+	epochSnap := map[int64]int64{}
+	step := func(v string) {
+		t.Helper()
+		e.commit(nil, keys(1, 10), v, nil)
+		epochSnap[e.epoch] = e.tbl.current().CurrentSnapshot().SnapshotID
+		checkpoint()
+	}
+	tagged := func(name string) (int64, int64) {
+		t.Helper()
+		tbl, err := e.lk.LoadTable(ctx, e.lk.Identifier("shop", "kv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, r := range tbl.Metadata().Refs() {
+			if n == name {
+				age := int64(0)
+				if r.MaxRefAgeMs != nil {
+					age = *r.MaxRefAgeMs
+				}
+				return r.SnapshotID, age
+			}
+		}
+		return 0, 0
+	}
+
+	step("a") // epoch 1 at 02:30
+	if id, age := tagged("cut-20261205T020000Z"); id != epochSnap[1] || age != (2*time.Hour).Milliseconds() {
+		t.Fatalf("tag of the 02:00 period on snapshot %d with max age %d ms; want epoch 1's snapshot %d, %d ms", id, age, epochSnap[1], (2 * time.Hour).Milliseconds())
+	}
+	clock = clock.Add(20 * time.Minute)
+	step("b") // epoch 2 at 02:50: same period, the tag stays
+	if id, _ := tagged("cut-20261205T020000Z"); id != epochSnap[1] {
+		t.Fatalf("a later checkpoint of the period moved its tag to snapshot %d", id)
+	}
+	clock = clock.Add(15 * time.Minute)
+	step("c") // epoch 3 at 03:05: a new period
+	if id, _ := tagged("cut-20261205T030000Z"); id != epochSnap[3] {
+		t.Fatalf("tag of the 03:00 period on snapshot %d, want epoch 3's %d", id, epochSnap[3])
+	}
+	// A restarted daemon in the same period finds the tag there.
+	e.lk.cutTags = schedule()
+	clock = clock.Add(5 * time.Minute)
+	step("d")
+	if id, _ := tagged("cut-20261205T030000Z"); id != epochSnap[3] || e.lk.cutTags.done < 0 {
+		t.Fatalf("after a restart the 03:00 tag is on snapshot %d (want %d), schedule %+v", id, epochSnap[3], e.lk.cutTags)
+	}
+}

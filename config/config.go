@@ -220,9 +220,9 @@ type Cut struct {
 
 // Scheduled cut tags' defaults and limits.
 const (
-	DefaultCutTagKeep  = 7 * 24 * time.Hour
+	DefaultCutTagKeep   = 7 * 24 * time.Hour
 	DefaultCutTagPrefix = "cut-"
-	MinCutTagEvery     = time.Minute
+	MinCutTagEvery      = time.Minute
 )
 
 // Deletes modes.

@@ -31,7 +31,8 @@ import (
 // daemon caught up, the newest cut equals MySQL.
 func TestCutIsConsistent(t *testing.T) {
 	const dbName, accounts, start = "it_cut", 40, 1000
-	e := newEnv(t, dbName, envOptions{epoch: "interval: 200ms"})
+	// The daemon also tags a cut once a minute (the shortest period).
+	e := newEnv(t, dbName, envOptions{epoch: "interval: 200ms", extra: "cut:\n  tag_every: 1m\n"})
 	for _, tbl := range []string{"acct_a", "acct_b"} {
 		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, bal BIGINT NOT NULL)", dbName, tbl))
 		e.exec(fmt.Sprintf("INSERT INTO %s.%s SELECT seq, %d FROM %s.seq_1_to_%d", dbName, tbl, start, dbName, accounts))
@@ -127,6 +128,33 @@ func TestCutIsConsistent(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no cut holds both tables after a minute: %v\n%s", err, out)
+		}
+	}
+	// The daemon's scheduled tag: the same name on both tables, once
+	// their copies are done, holding the total.
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		var names [2]string
+		var snaps [2]int64
+		for i, name := range []string{"acct_a", "acct_b"} {
+			tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, ref := range tbl.Metadata().Refs() {
+				if strings.HasPrefix(n, "cut-") && n > names[i] {
+					names[i], snaps[i] = n, ref.SnapshotID
+				}
+			}
+		}
+		if names[0] != "" && names[0] == names[1] {
+			if got := sumAt("acct_a", snaps[0]) + sumAt("acct_b", snaps[1]); got != total {
+				t.Errorf("the daemon's tag %s holds a total of %d, want %d", names[0], got, total)
+			}
+			t.Logf("the daemon tagged %s", names[0])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scheduled tag on both tables after 45 s (acct_a %q, acct_b %q); output:\n%s", names[0], names[1], p.output())
 		}
 	}
 	asOf := time.Now().UTC().Truncate(time.Second)

@@ -278,7 +278,11 @@ type cutTags struct {
 	prefix      string
 	done        int64     // the last period tagged (or found tagged)
 	retryAt     time.Time // after a failure, the next try
-	now         func() time.Time
+	// The first try in period tried: a cut that leaves out tables being
+	// copied waits for them for up to half a period from then.
+	tried    int64
+	firstTry time.Time
+	now      func() time.Time
 }
 
 func newCutTags(c *config.Cut) *cutTags {
@@ -308,7 +312,16 @@ func (l *Lake) tagScheduledCut(ctx context.Context, epoch int64) {
 	if period == ct.done || now.Before(ct.retryAt) {
 		return
 	}
+	if ct.tried != period {
+		ct.tried, ct.firstTry = period, now
+	}
 	cut, err := l.Cut(ctx, epoch)
+	if err == nil && len(cut.Excluded) > 0 && now.Before(ct.firstTry.Add(ct.every/2)) {
+		// Tables being copied are left out of a cut: wait a little for
+		// their copies rather than tag the others only.
+		ct.retryAt = now.Add(min(ct.every/20, time.Minute))
+		return
+	}
 	if err == nil {
 		err = l.TagCut(ctx, cut, name, ct.keep)
 	}

@@ -211,6 +211,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		}
 	}
 	shared := newSharedDeletes(scope)
+	shared.pos = newPosDeletes(groups)
 	for _, g := range groups {
 		gr, err := rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		if errors.Is(err, errNoKeyFilter) {

@@ -15,9 +15,10 @@ import (
 // A position delete names one row of one data file, so it costs a reader
 // only that file's share and it dies with that file: unlike an equality
 // delete, it never makes a whole partition's older files worth rewriting.
-// A compaction in position mode therefore rewrites a data file only when
-// the fraction of its rows deleted reaches delete_ratio (or it is small, as
-// in equality mode), and keeps the number of position delete files of a
+// A compaction in position mode therefore rewrites a large data file only
+// when the fraction of its rows deleted reaches delete_ratio; small files
+// (below small_file_size) with deletes are rewritten at once, as are small
+// files where they crowd, as in equality mode; and it keeps the number of position delete files of a
 // partition below delete_files by merging them into one: the entries that
 // still name live rows are written again, those of files gone or rewritten
 // by the same run are dropped.
@@ -121,7 +122,11 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 		var cands []compactCand
 		for _, tk := range p.tasks {
 			n := deleted[tk.File.FilePath()]
-			due := n > 0 && (o.Force || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))
+			// A small file with deletes costs little to rewrite and a
+			// reader its own open: it goes; a large one once delete_ratio
+			// of its rows are deleted.
+			due := n > 0 && (o.Force || tk.File.FileSizeBytes() < o.SmallFileSize ||
+				(tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))
 			if due || (smallDue && tk.File.FileSizeBytes() < o.SmallFileSize) {
 				cands = append(cands, compactCand{tk, n > 0})
 			}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -102,4 +105,37 @@ func TestPositionCompactionRewritesDeletedFiles(t *testing.T) {
 	}
 	e.commit(nil, keys(1, 20), "d", []int64{150})
 	e.assertModel(e.tbl.current())
+}
+
+// TestFilterPositions: a batch whose first row is at position off of its
+// file loses exactly the rows at the deleted positions inside it.
+func TestFilterPositions(t *testing.T) {
+	ctx := context.Background()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := int64(0); i < 10; i++ {
+		b.Append(100 + i)
+	}
+	col := b.NewArray()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "pos", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 10)
+	for _, c := range []struct {
+		gone []int64
+		want []int64 // nil: the batch is dropped whole
+	}{
+		{[]int64{1, 99, 110, 200}, []int64{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}},
+		{[]int64{99, 100, 105, 109, 110}, []int64{101, 102, 103, 104, 106, 107, 108}},
+		{[]int64{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}, nil},
+		{nil, []int64{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}},
+	} {
+		out, err := filterPositions(ctx, rec, 100, c.gone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		if out != nil {
+			got = out.Column(0).(*array.Int64).Int64Values()
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || (out == nil) != (c.want == nil) {
+			t.Errorf("deleting %v from rows 100..109: kept %v, want %v", c.gone, got, c.want)
+		}
+	}
 }

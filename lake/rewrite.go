@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -69,7 +70,9 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	}
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	for _, tk := range g.Tasks {
-		if len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0 {
+		// Position deletes are applied here by row position, which needs
+		// the whole file read in order.
+		if len(tk.DeletionVectorFiles) > 0 || (len(tk.DeleteFiles) > 0 && (tk.Start != 0 || tk.Length != tk.File.FileSizeBytes())) {
 			return res, errNoKeyFilter
 		}
 		for _, d := range tk.EqualityDeleteFiles {
@@ -103,9 +106,22 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 
 	deleted := newKeySet()
 	loaded := map[string]bool{}
+	pos := shared.positions()
+	if pos == nil {
+		pos = newPosDeletes([]table.CompactionTaskGroup{g})
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return res, err
+	}
 	var handed int64 // rows given to the writer
 	records := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tk := range tasks {
+			if err := pos.load(ctx, fsys, tk.DeleteFiles); err != nil {
+				yield(nil, err)
+				return
+			}
+			gone := pos.of(tk.File.FilePath())
 			for _, d := range tk.EqualityDeleteFiles {
 				if loaded[d.FilePath()] {
 					continue
@@ -126,19 +142,31 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 				}
 			}
 			plain := tk
-			plain.EqualityDeleteFiles = nil
+			plain.EqualityDeleteFiles, plain.DeleteFiles = nil, nil
 			_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows)).ReadTasks(ctx, []table.FileScanTask{plain})
 			if err != nil {
 				yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
 				return
 			}
+			var off int64 // position of rec's first row in the file
 			for rec, err := range recs {
 				if err != nil {
 					yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
 					return
 				}
-				live, err := deleted.filter(ctx, rec, keyCols)
+				n := rec.NumRows()
+				cur, err := filterPositions(ctx, rec, off, gone)
+				off += n
 				rec.Release()
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if cur == nil {
+					continue
+				}
+				live, err := deleted.filter(ctx, cur, keyCols)
+				cur.Release()
 				if err != nil {
 					yield(nil, err)
 					return
@@ -151,6 +179,12 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 					live.Release()
 					return
 				}
+			}
+			if off != tk.File.Count() {
+				// Positions count from the file's first row: a reader
+				// that skipped rows would make them wrong.
+				yield(nil, fmt.Errorf("compaction read %d rows of %s, whose manifest entry says %d", off, tk.File.FilePath(), tk.File.Count()))
+				return
 			}
 		}
 	}
@@ -241,6 +275,103 @@ func (s *keySet) empty() bool {
 type sharedDeletes struct {
 	scope *deleteScope
 	sets  map[string]*keySet
+	pos   *posDeletes // the position deletes of the run's groups
+}
+
+// positions returns the run's position deletes, nil for no shared state.
+func (s *sharedDeletes) positions() *posDeletes {
+	if s == nil {
+		return nil
+	}
+	return s.pos
+}
+
+// posDeletes holds the rows that position delete files delete from the
+// data files a compaction rewrites (want), each delete file read once
+// however many groups it applies to.
+type posDeletes struct {
+	want   map[string]bool
+	read   map[string]bool
+	rows   map[string][]int64
+	sorted map[string]bool
+}
+
+func newPosDeletes(groups []table.CompactionTaskGroup) *posDeletes {
+	p := &posDeletes{want: map[string]bool{}, read: map[string]bool{}, rows: map[string][]int64{}, sorted: map[string]bool{}}
+	for _, g := range groups {
+		for _, tk := range g.Tasks {
+			p.want[tk.File.FilePath()] = true
+		}
+	}
+	return p
+}
+
+// load reads the delete files not read yet. A delete file that names a
+// data file applies to it (it was written after the file, so its sequence
+// number is not lower), and planning gives it to that file's task too.
+func (p *posDeletes) load(ctx context.Context, fsys icebergio.IO, dels []iceberg.DataFile) error {
+	for _, d := range dels {
+		if p.read[d.FilePath()] {
+			continue
+		}
+		p.read[d.FilePath()] = true
+		if err := eachPositionDelete(ctx, fsys, d, func(path string, pos int64) bool {
+			if p.want[path] {
+				p.rows[path] = append(p.rows[path], pos)
+				p.sorted[path] = false
+			}
+			return true
+		}); err != nil {
+			return fmt.Errorf("read the position deletes %s: %w", d.FilePath(), err)
+		}
+	}
+	return nil
+}
+
+// of returns the deleted positions of the data file at path, sorted and
+// without repeats.
+func (p *posDeletes) of(path string) []int64 {
+	rows := p.rows[path]
+	if !p.sorted[path] {
+		slices.Sort(rows)
+		rows = slices.Compact(rows)
+		p.rows[path], p.sorted[path] = rows, true
+	}
+	return rows
+}
+
+// filterPositions returns rec, whose first row is at position off of its
+// file, without the rows at the positions of gone (sorted): rec itself
+// (retained) when none is there, nil when all are.
+func filterPositions(ctx context.Context, rec arrow.RecordBatch, off int64, gone []int64) (arrow.RecordBatch, error) {
+	n := rec.NumRows()
+	i, _ := slices.BinarySearch(gone, off)
+	j, _ := slices.BinarySearch(gone, off+n)
+	switch {
+	case i == j:
+		rec.Retain()
+		return rec, nil
+	case int64(j-i) == n:
+		return nil, nil
+	}
+	mask := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer mask.Release()
+	mask.Reserve(int(n))
+	next := i
+	for row := off; row < off+n; row++ {
+		drop := next < j && gone[next] == row
+		if drop {
+			next++
+		}
+		mask.UnsafeAppend(!drop)
+	}
+	m := mask.NewArray()
+	defer m.Release()
+	out, err := compute.FilterRecordBatch(ctx, rec, m, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("compaction: drop rows deleted by position: %w", err)
+	}
+	return out, nil
 }
 
 func newSharedDeletes(scope *deleteScope) *sharedDeletes {

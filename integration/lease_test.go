@@ -100,7 +100,7 @@ func TestTwoDaemonsOnePipeline(t *testing.T) {
 		t.Logf("round %d: SIG%s of the holder, the standby took over in %s", i, strings.ToUpper(act), took.Round(time.Millisecond))
 		switch {
 		case act != "stop" && took > 10*time.Second:
-			t.Errorf("round %d: takeover after SIG%s took %s, want a few seconds", i, strings.ToUpper(act), took)
+			t.Errorf("round %d: takeover after SIG%s took %s, want a few seconds; the old holder's output:\n%s", i, strings.ToUpper(act), took, holder.output())
 		case act == "stop" && took < ttl*2/3:
 			// The standby waits lease.ttl from the last renewal it saw,
 			// which came at most a third of it before the pause.

@@ -118,17 +118,24 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 	b := compactBudget{max: o.MaxBytes}
 	for _, key := range order {
 		p := parts[key]
-		smallDue := o.Force || p.small >= o.SmallFiles || (crowded && p.small >= 2)
+		// A small file with deletes costs little to rewrite and a reader
+		// its own open: it goes; a large one once delete_ratio of its rows
+		// are deleted. Once a partition is rewritten at all, its other
+		// small files join (as in equality mode): they cost nothing more
+		// to merge and one open less each to read.
 		var cands []compactCand
+		smallDue := o.Force || p.small >= o.SmallFiles || (crowded && p.small >= 2)
+		small := func(tk table.FileScanTask) bool { return tk.File.FileSizeBytes() < o.SmallFileSize }
 		for _, tk := range p.tasks {
 			n := deleted[tk.File.FilePath()]
-			// A small file with deletes costs little to rewrite and a
-			// reader its own open: it goes; a large one once delete_ratio
-			// of its rows are deleted.
-			due := n > 0 && (o.Force || tk.File.FileSizeBytes() < o.SmallFileSize ||
-				(tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))
-			if due || (smallDue && tk.File.FileSizeBytes() < o.SmallFileSize) {
-				cands = append(cands, compactCand{tk, n > 0})
+			if n > 0 && (o.Force || small(tk) || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count()))) {
+				cands = append(cands, compactCand{tk, true})
+			}
+		}
+		smallDue = smallDue || len(cands) > 0
+		for _, tk := range p.tasks {
+			if smallDue && small(tk) && deleted[tk.File.FilePath()] == 0 {
+				cands = append(cands, compactCand{tk, false})
 			}
 		}
 		// Files with deletes first (a position delete dies with its file,

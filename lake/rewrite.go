@@ -19,8 +19,8 @@ import (
 )
 
 // errNoKeyFilter says a compaction group needs iceberg-go's own reader:
-// position deletes, deletion vectors, row lineage or a key type keySet does
-// not encode.
+// deletion vectors, a file read in parts, row lineage or a key type keySet
+// does not encode.
 var errNoKeyFilter = errors.New("the group needs iceberg-go's delete application")
 
 // A rewrite (compaction, a schema change that rewrites rows) streams rows
@@ -45,7 +45,8 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 }
 
 // rewriteGroup rewrites one compaction group: its data files' rows that no
-// equality delete of the group applies to, written as target-sized files.
+// equality or position delete of the group applies to, written as
+// target-sized files.
 //
 // iceberg-go's ExecuteCompactionGroup applies the deletes through a scan
 // that builds, and keeps until it ends, one key set per distinct

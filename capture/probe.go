@@ -36,19 +36,11 @@ type BinlogProbe struct {
 // replicas, by this account (a running cdcsync): MariaDB drops the older
 // of two binlog connections with one server_id.
 func ProbeBinlog(ctx context.Context, src *config.Source) (*BinlogProbe, error) {
-	conn, err := Connect(ctx, src)
+	conn, flavor, uuid, err := connectIdentified(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	flavor, _, err := ServerFlavor(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	uuid, err := ServerIdentity(ctx, conn, flavor)
-	if err != nil {
-		return nil, err
-	}
 	pr := &BinlogProbe{}
 	if pr.Pos, err = CurrentPosition(ctx, conn, flavor, uuid); err != nil {
 		return nil, err

@@ -716,6 +716,22 @@ func parseTableName(schema, name string) cdcsync.TableID {
 	return cdcsync.TableID{Database: schema, Table: parts[0]}
 }
 
+// connectIdentified connects to src and returns the connection with the
+// server's flavor and identity (see ServerIdentity).
+func connectIdentified(ctx context.Context, src *config.Source) (conn *client.Conn, flavor, uuid string, err error) {
+	if conn, err = Connect(ctx, src); err != nil {
+		return nil, "", "", err
+	}
+	if flavor, _, err = ServerFlavor(ctx, conn); err == nil {
+		uuid, err = ServerIdentity(ctx, conn, flavor)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, "", "", err
+	}
+	return conn, flavor, uuid, nil
+}
+
 // ServerIdentity names the server for file/offset positions: @@server_uuid on
 // MySQL; MariaDB has none, so its @@server_id stands in.
 func ServerIdentity(ctx context.Context, conn *client.Conn, flavor string) (string, error) {

@@ -40,19 +40,11 @@ type VerifyReader struct {
 // identity and returns a reader; values applies the types: policies, so
 // rows decode to the values the daemon wrote.
 func NewVerifyReader(ctx context.Context, src *config.Source, values *ValuePolicy) (*VerifyReader, error) {
-	conn, err := Connect(ctx, src)
+	conn, flavor, uuid, err := connectIdentified(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	flavor, _, err := ServerFlavor(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	uuid, err := ServerIdentity(ctx, conn, flavor)
-	if err != nil {
-		return nil, err
-	}
+	conn.Close()
 	return &VerifyReader{NewChunkReader(src, flavor, uuid, values, 1)}, nil
 }
 

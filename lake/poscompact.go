@@ -42,7 +42,6 @@ type positionPlan struct {
 
 // posPartition is one partition's live files and position deletes.
 type posPartition struct {
-	key     string
 	tasks   []table.FileScanTask
 	deletes map[string]iceberg.DataFile // its position delete files by path
 	deleted int64                       // rows its position deletes name
@@ -87,9 +86,10 @@ func deletedRows(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanT
 }
 
 // selectPositionCompaction picks, partition by partition, the data files
-// to rewrite (deleted fraction at least DeleteRatio, or small files where
-// they crowd) and the partitions whose position delete files to merge (at
-// least DeleteFiles of them). Files are taken oldest first, the partitions
+// to rewrite (large ones whose deleted fraction reached DeleteRatio, small
+// ones with deletes, and the partition's other small files when it is
+// rewritten or they crowd) and the partitions whose position delete files
+// to merge. Files with deletes go first, then oldest first; the partitions
 // with the most deleted rows first, up to MaxBytes.
 func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int64, o *CompactOptions) positionPlan {
 	parts := map[string]*posPartition{}
@@ -98,7 +98,7 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 		key := partitionKey(tk.File)
 		p := parts[key]
 		if p == nil {
-			p = &posPartition{key: key, deletes: map[string]iceberg.DataFile{}}
+			p = &posPartition{deletes: map[string]iceberg.DataFile{}}
 			parts[key] = p
 			order = append(order, key)
 		}

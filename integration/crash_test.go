@@ -23,7 +23,7 @@ func TestCrashRecovery(t *testing.T) {
 	w := newWorkload(t, dbName, seed)
 	w.run(t, 100)
 
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		if err := w.txn(); err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func TestCutIsConsistent(t *testing.T) {
 	defer conn.Close()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	var transfers atomic.Int64
-	stopBackground := inBackground(func() error {
+	stopBackground := inBackground(t, func() error {
 		from, to := "acct_a", "acct_b"
 		if r.IntN(2) == 0 {
 			from, to = to, from

@@ -84,7 +84,7 @@ func (w *ddlDML) step() error {
 // flow runs DML in the background; the returned function stops it and
 // returns its first error.
 func (w *ddlDML) flow() func() error {
-	return inBackground(func() error {
+	return inBackground(w.t, func() error {
 		if err := w.step(); err != nil {
 			return err
 		}

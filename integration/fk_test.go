@@ -182,7 +182,7 @@ func TestForeignKeyCascadesApplied(t *testing.T) {
 	}
 	bin := plainBinary(t)
 	p := e.startWith(bin)
-	stop := inBackground(func() error {
+	stop := inBackground(t, func() error {
 		if err := l.step(); err != nil {
 			return err
 		}

@@ -437,8 +437,10 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 // inBackground calls step again and again in a goroutine until the
 // returned stop is called or step fails; stop waits for the goroutine and
 // returns step's error. Workloads run this way while cdcsync is killed and
-// restarted.
-func inBackground(step func() error) (stop func() error) {
+// restarted. A test that fails before it calls stop still stops the
+// goroutine before the cleanups registered earlier (the workload's
+// connection) run.
+func inBackground(t *testing.T, step func() error) (stop func() error) {
 	quit := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -455,10 +457,17 @@ func inBackground(step func() error) (stop func() error) {
 			}
 		}
 	}()
-	return func() error {
-		close(quit)
-		return <-done
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			close(quit)
+			err = <-done
+		})
+		return err
 	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // ancestry returns the snapshots of tbl's current branch, oldest first.

@@ -30,7 +30,8 @@ func TestTwoDaemonsOnePipeline(t *testing.T) {
 	// Two machines share a catalog database and an object store: the
 	// daemons here do the same (PostgreSQL, MinIO). A SQLite catalog is one
 	// file: a holder paused in the middle of a catalog commit keeps its
-	// lock, and the standby waits until it resumes or dies.
+	// lock, and the standby waits until it resumes or dies. PostgreSQL
+	// ends a paused holder's open transaction after a third of the TTL.
 	pg, err := testenv.StartPostgres()
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestTwoDaemonsOnePipeline(t *testing.T) {
 	t.Logf("seed %d", seed)
 	w := newWorkload(t, dbName, seed)
 	w.run(t, 100)
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		if err := w.txn(); err != nil {
 			return err
 		}

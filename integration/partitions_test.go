@@ -266,7 +266,7 @@ func TestCrashRecoveryFinePartitions(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	w := &fineWorkload{r: rand.New(rand.NewPCG(seed, 1)), conn: conn, db: dbName, nextID: fineSeedRows}
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		if err := w.txn(); err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func TestChunkedCopyUnderLoadWithCrashes(t *testing.T) {
 	e.exec(fmt.Sprintf("INSERT INTO %s.comp SELECT seq %% 97, CONCAT('b', seq), 0 FROM %s.seq_1_to_%d", dbName, dbName, rows))
 
 	load := &chunkLoad{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4)), keys: rows + rows/10, db: dbName}
-	stopLoad := inBackground(func() error { return load.txn() })
+	stopLoad := inBackground(t, func() error { return load.txn() })
 
 	resumed := 0
 	var outputs []string
@@ -329,7 +329,7 @@ func TestResync(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	v := 0
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		v++
 		tbl := []string{"a", "b"}[r.IntN(2)]
 		if err := db.Exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = %d", dbName, tbl, 1+r.IntN(3300), v, v)); err != nil {

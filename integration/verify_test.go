@@ -76,7 +76,7 @@ func TestVerifyUnderWorkload(t *testing.T) {
 	e.waitCaughtUp(p, 2*time.Minute)
 
 	txns := 0
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		txns++
 		if err := w.txn(); err != nil {
 			return err
@@ -155,7 +155,7 @@ func TestVerifyFindsAndRepairs(t *testing.T) {
 
 	p = e.start()
 	w.run(t, 100)
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		if err := w.txn(); err != nil {
 			return err
 		}

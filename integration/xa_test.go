@@ -162,14 +162,14 @@ func TestXATransactions(t *testing.T) {
 	// The workload and the XA transactions run in goroutines of their own:
 	// a workload statement may wait for a prepared transaction's locks
 	// until the XA goroutine ends it.
-	stopLoad := inBackground(func() error {
+	stopLoad := inBackground(t, func() error {
 		if err := w.txn(); err != nil {
 			return err
 		}
 		time.Sleep(time.Duration(w.r.IntN(3)) * time.Millisecond)
 		return nil
 	})
-	stopXA := inBackground(func() error {
+	stopXA := inBackground(t, func() error {
 		if err := xa.step(); err != nil {
 			return fmt.Errorf("XA: %w", err)
 		}

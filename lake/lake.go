@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,6 +163,59 @@ func s3Props(s *config.S3) iceberg.Properties {
 	return p
 }
 
+// pgIdleInTxParam is PostgreSQL's bound on a session idle inside a
+// transaction; catalog.sql.dsn may set it (…?idle_in_transaction_session_timeout=…).
+const pgIdleInTxParam = "idle_in_transaction_session_timeout"
+
+// pgIdleInTxTimeout is the default bound: a third of the lease's TTL, so
+// that a standby, which fences after a full TTL without renewals, finds
+// the paused holder's locks gone; at least a second, which no live commit
+// comes near between two statements.
+func pgIdleInTxTimeout(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		ttl = config.DefaultLeaseTTL
+	}
+	return max(ttl/3, time.Second)
+}
+
+// pgConnConfig is the connection configuration of a PostgreSQL catalog:
+// catalog.sql.dsn with cdcsync's bounds on connecting, on every read and
+// write, and on a session idle inside a transaction.
+func pgConnConfig(cfg *config.Config, rch *reach) (*pgx.ConnConfig, error) {
+	c := &cfg.Catalog.SQL
+	pc, err := pgx.ParseConfig(c.DSN.Value())
+	if err != nil {
+		return nil, fmt.Errorf("catalog.sql.dsn is not a PostgreSQL connection string (postgres://user:password@host:5432/db): %s",
+			config.Redact(err.Error(), c.DSN.Value()))
+	}
+	if pc.ConnectTimeout == 0 {
+		pc.ConnectTimeout = dialTimeout
+	}
+	if _, set := pc.RuntimeParams[pgIdleInTxParam]; !set {
+		// A catalog commit is BEGIN, UPDATE, COMMIT: a holder paused
+		// (SIGSTOP, a frozen VM) between the last two keeps the row
+		// lock of the table, and a standby's fencing commit would wait
+		// for it until TCP keepalive gives up, hours later. The server
+		// ends such a session well within lease.ttl instead; the
+		// paused holder's commit is then rolled back.
+		pc.RuntimeParams[pgIdleInTxParam] = strconv.FormatInt(pgIdleInTxTimeout(cfg.Lease.TTL.Duration).Milliseconds(), 10)
+	}
+	// Every read and write on the catalog's connections is bounded, so
+	// a server that vanished fails the commit instead of hanging it.
+	dial, timeout := pc.DialFunc, cfg.Warehouse.RequestTimeout.Duration
+	pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil || timeout <= 0 {
+			if err != nil {
+				rch.observe(err)
+			}
+			return conn, err
+		}
+		return &idleConn{Conn: conn, timeout: timeout, reach: rch}, nil
+	}
+	return pc, nil
+}
+
 func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, rch *reach) (catalog.Catalog, func(), error) {
 	c := &cfg.Catalog.SQL
 	var driver, dsn string
@@ -169,26 +223,9 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, 
 	release := func() {}
 	switch c.Driver {
 	case "postgres":
-		pc, err := pgx.ParseConfig(c.DSN.Value())
+		pc, err := pgConnConfig(cfg, rch)
 		if err != nil {
-			return nil, nil, fmt.Errorf("catalog.sql.dsn is not a PostgreSQL connection string (postgres://user:password@host:5432/db): %s",
-				config.Redact(err.Error(), c.DSN.Value()))
-		}
-		if pc.ConnectTimeout == 0 {
-			pc.ConnectTimeout = dialTimeout
-		}
-		// Every read and write on the catalog's connections is bounded, so
-		// a server that vanished fails the commit instead of hanging it.
-		dial, timeout := pc.DialFunc, cfg.Warehouse.RequestTimeout.Duration
-		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil || timeout <= 0 {
-				if err != nil {
-					rch.observe(err)
-				}
-				return conn, err
-			}
-			return &idleConn{Conn: conn, timeout: timeout, reach: rch}, nil
+			return nil, nil, err
 		}
 		driver, dialect, dsn = "pgx", sqlcat.Postgres, stdlib.RegisterConnConfig(pc)
 		release = func() { stdlib.UnregisterConnConfig(dsn) }

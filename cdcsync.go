@@ -183,10 +183,23 @@ type Change struct {
 	After  Row
 }
 
-// Txn is one whole committed MySQL transaction.
+// Txn is one whole committed MySQL transaction, or a fragment of one.
+//
+// A transaction whose changes outgrow the source's fragment size arrives
+// in fragments, in order, with nothing else between them: every fragment
+// but the last has More set, carries some of the changes and the GTID,
+// and its Pos is a position inside the transaction (after its start,
+// before its commit), so that an Order compares it with committed
+// positions as it would the whole transaction; Time and Resume are set on
+// the last fragment only. The pipeline never commits part of a
+// transaction: a fragmented one is written out as it arrives (spilled)
+// and committed whole, or not at all.
 type Txn struct {
 	GTID string   // the transaction's own GTID, empty when GTIDs are off
 	Pos  Position // the position right after the transaction's commit
+	// More marks a fragment that more fragments of the same transaction
+	// follow.
+	More bool
 	// Resume is where a restart must read the binlog from when it resumes
 	// after this transaction: before the oldest XA transaction that is
 	// prepared but not yet committed or rolled back, whose rows only the
@@ -231,6 +244,10 @@ type Delta struct {
 	// key and the partition source columns of the image it deletes).
 	Deletes []Row
 	Rows    []Row // rows to insert
+	// Spill, when not zero, names what the sink already wrote of this
+	// epoch for the table (Spiller): Deletes and Rows are the rest, and
+	// the commit adds both.
+	Spill int64
 	// Copy is the table's initial-copy progress while the copy runs (and on
 	// the commit that completes it, with Done set); nil otherwise. It must be
 	// committed with the rows.

@@ -106,6 +106,9 @@ type Epoch struct {
 	// SourceTime is when the epoch's last transaction committed in MySQL
 	// (recorded as SummarySourceTime; zero: not recorded).
 	SourceTime time.Time
+	// Spill names the part of the epoch written out before the commit
+	// (Spill; 0: none), which the commit adds.
+	Spill int64
 }
 
 // summary is the snapshot summary of an epoch commit; copying is the
@@ -209,12 +212,18 @@ var ErrConflict = errors.New("another writer committed to the table")
 // commit (Done: the commit completes the copy and records none).
 func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
 	ctx = t.scope(ctx)
-	if len(deletes) == 0 && len(rows) == 0 && copying == nil {
+	if len(deletes) == 0 && len(rows) == 0 && copying == nil && e.Spill == 0 {
 		return nil
 	}
 	t.state.commitMu.Lock()
 	defer t.state.commitMu.Unlock()
-	if err := t.commit(ctx, e, deletes, rows, copying); err != nil {
+	commit := t.commit
+	if e.Spill != 0 {
+		commit = func(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
+			return t.commitSpilled(ctx, e, e.Spill, deletes, rows, copying)
+		}
+	}
+	if err := commit(ctx, e, deletes, rows, copying); err != nil {
 		return err
 	}
 	if copying != nil && copying.Done {

@@ -562,8 +562,8 @@ func (l *Lake) dropUnusedIndexes(tables map[cdcsync.TableID]*Table) {
 		return
 	}
 	for _, name := range names {
-		if used[name] {
-			continue
+		if used[name] || strings.HasPrefix(name, spillPrefix) {
+			continue // spill stores: cleanSpills
 		}
 		it, err := l.keys.Table(name)
 		if err == nil {

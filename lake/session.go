@@ -83,6 +83,7 @@ func (s *SessionLake) Sink(tables map[cdcsync.TableID]merge.LakeTable) merge.Sin
 	for id, t := range tables {
 		ts[id] = t.(*SessionTable).t
 	}
+	s.l.cleanSpills(context.Background(), ts)
 	s.l.dropUnusedIndexes(ts)
 	return s.l.NewSink(ts, s.m, s.l.NewMaintainer(s.l.cfg.Maintenance, s.fault))
 }

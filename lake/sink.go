@@ -67,7 +67,7 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	if t == nil {
 		return cdcsync.Permanent(fmt.Errorf("a commit to %s, which has no Iceberg table in this session", id))
 	}
-	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos, SourceTime: d.Time}, d.Deletes, d.Rows, d.Copy)
+	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos, SourceTime: d.Time, Spill: d.Spill}, d.Deletes, d.Rows, d.Copy)
 	switch {
 	case final(err):
 		return cdcsync.Permanent(err)
@@ -83,6 +83,36 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 		s.m.SetTableState(id.String(), state)
 	}
 	return err
+}
+
+// Spill writes part of table's share of the open epoch before its commit
+// (merge.Spiller).
+func (s *Sink) Spill(ctx context.Context, id cdcsync.TableID, spill int64, deletes, rows []cdcsync.Row) error {
+	t := s.table(id)
+	if t == nil {
+		return cdcsync.Permanent(fmt.Errorf("a spill of %s, which has no Iceberg table in this session", id))
+	}
+	err := t.Spill(ctx, spill, deletes, rows)
+	if final(err) {
+		return cdcsync.Permanent(err)
+	}
+	return err
+}
+
+// Abandon removes what Spill wrote for spill (merge.Spiller).
+func (s *Sink) Abandon(ctx context.Context, id cdcsync.TableID, spill int64) {
+	if t := s.table(id); t != nil {
+		t.Abandon(ctx, spill)
+	}
+}
+
+// SpillHolds reports what spill holds of table (merge.Spiller).
+func (s *Sink) SpillHolds(id cdcsync.TableID, spill int64, keys [][]byte) (bool, []bool, error) {
+	t := s.table(id)
+	if t == nil {
+		return false, make([]bool, len(keys)), nil
+	}
+	return t.SpillHolds(spill, keys)
 }
 
 // Maintain runs the maintenance due for the tables of the epoch while the

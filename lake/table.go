@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/pkindex"
 )
 
 // Table is one MySQL table's Iceberg mirror, as cdcsync last loaded or
@@ -55,6 +56,10 @@ type Table struct {
 	mode  string
 	part  *partitioner // the table's partition spec
 	files chan struct{}
+	// spills is the database of the spill stores (spill.go): the
+	// pipeline's key index database; nil in processes that commit no
+	// epochs.
+	spills *pkindex.DB
 
 	schemaPos cdcsync.Position // Schema is as of this binlog position (see evolve.go)
 
@@ -83,6 +88,10 @@ type tableState struct {
 	// in equality mode and where no index is open (commands that do not
 	// commit epochs). Used under commitMu.
 	keys *keyIndex
+	// spill is the spilled part of the open epoch (spill.go), under
+	// spillMu; a commit takes spillMu under commitMu.
+	spillMu sync.Mutex
+	spill   *spill
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
@@ -447,7 +456,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
 		eqFile:   eqFile,
 		part:     part, files: l.files,
-		mode: deletesMode(tbl)}
+		mode: deletesMode(tbl), spills: l.keys}
 	if t.mode == DeletesPosition && l.keys != nil {
 		if err := t.attachIndex(l.keys, l.log, l.indexFault); err != nil {
 			return nil, err

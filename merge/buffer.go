@@ -281,6 +281,13 @@ func (b *tableBuffer) each(fn func(key, final cdcsync.Row)) {
 	}
 }
 
+// release forgets the entries (they were spilled), keeping the counts
+// of changes received.
+func (b *tableBuffer) release() {
+	b.chunks, b.n = nil, 0
+	b.ints, b.ints32, b.strs = nil, nil, nil
+}
+
 // changeCounts returns how many changes of each operation the table
 // received (operations it never received are absent).
 func (b *tableBuffer) changeCounts() map[cdcsync.Op]int {
@@ -315,6 +322,12 @@ type Buffer struct {
 	deleteColumns func(cdcsync.TableID) []int
 	Rows          int // row changes applied
 	Bytes         int // approximate bytes of the applied transactions
+	// Held is the part of Bytes still in memory: Spill writes the rest out.
+	Held int
+	// spill names what Spill wrote for the epoch (0: nothing yet), and
+	// spilled the tables it wrote.
+	spill   int64
+	spilled map[cdcsync.TableID]bool
 	Txns          int
 	Loaded        int              // rows of the initial copy loaded (see Load)
 	End           cdcsync.Position // position after the last transaction applied or passed
@@ -347,6 +360,10 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 		b.Rows++
 	}
 	b.Bytes += t.Bytes
+	b.Held += t.Bytes
+	if t.More {
+		return nil // a fragment: the transaction is counted with its last one
+	}
 	if b.Txns == 0 {
 		b.First = t.Time
 	}
@@ -354,6 +371,54 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 	b.Txns++
 	b.End = t.Pos
 	return nil
+}
+
+// Spill hands the changes the buffer holds to write, table by table, as
+// final rows and delete rows (as Output), then forgets them: the epoch's
+// commit then carries what write wrote under SpillID. id names the
+// epoch's spill; it must be unique among the epochs of the process and
+// the same on every call for one epoch.
+func (b *Buffer) Spill(id int64, write func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error) error {
+	if b.spill != 0 && b.spill != id {
+		return fmt.Errorf("epoch spilled as %d and then as %d; this is a bug", b.spill, id)
+	}
+	b.spill = id
+	for tid, tb := range b.tables {
+		if tb.n == 0 {
+			continue
+		}
+		deletes, rows := tb.output()
+		if b.spilled == nil {
+			b.spilled = map[cdcsync.TableID]bool{}
+		}
+		// Marked before the write: a write that fails half way leaves
+		// files that Abandon must remove.
+		b.spilled[tid] = true
+		if err := write(tid, deletes, rows); err != nil {
+			return err
+		}
+		tb.release()
+	}
+	b.Held = 0
+	return nil
+}
+
+// SpillID returns the spill that holds part of table's share of the
+// epoch, 0 when none does.
+func (b *Buffer) SpillID(table cdcsync.TableID) int64 {
+	if b.spilled[table] {
+		return b.spill
+	}
+	return 0
+}
+
+// Spilled returns the tables Spill wrote part of.
+func (b *Buffer) Spilled() []cdcsync.TableID {
+	out := make([]cdcsync.TableID, 0, len(b.spilled))
+	for id := range b.spilled {
+		out = append(out, id)
+	}
+	return out
 }
 
 // Load adds rows of a table's initial copy at position pos, the position
@@ -372,6 +437,7 @@ func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdc
 	b.Rows += len(rows)
 	b.Loaded += len(rows)
 	b.Bytes += bytes
+	b.Held += bytes
 	b.End = pos
 	return nil
 }

@@ -317,6 +317,9 @@ func (r *cascadeRun) fetch(rel relation, vals [][]any) error {
 		return asked && rows == nil
 	}
 	for _, b := range r.bufs {
+		if err := r.overSpill(b, child, rel, state); err != nil {
+			return err
+		}
 		tb := b.tables[child]
 		if tb == nil {
 			continue
@@ -512,4 +515,34 @@ func sameTuple(a, b []any) bool {
 		return oka == okb && fmt.Sprint(a) == fmt.Sprint(b)
 	}
 	return string(ka) == string(kb)
+}
+
+// overSpill removes from state (child rows by primary key) the rows that
+// the part of b's epoch written out before its commit deleted. Rows it
+// wrote cannot be found by their foreign-key columns: a cascade that needs
+// them fails, naming the fix.
+func (r *cascadeRun) overSpill(b *Buffer, child cdcsync.TableID, rel relation, state map[string]cdcsync.Row) error {
+	spill := b.SpillID(child)
+	if spill == 0 {
+		return nil
+	}
+	keys := make([][]byte, 0, len(state))
+	for k := range state {
+		keys = append(keys, []byte(k))
+	}
+	rows, deleted, err := r.p.sink.(Spiller).SpillHolds(child, spill, keys)
+	if err != nil {
+		return fmt.Errorf("%w: read what was written out of %s: %w", ErrCascade, child, err)
+	}
+	if rows {
+		return fmt.Errorf("%w: a transaction larger than epoch.max_bytes wrote rows of %s, which a foreign-key cascade from %s reads, "+
+			"and cdcsync wrote them out before the transaction ended; raise epoch.max_bytes (and memory_limit) above the transaction's size",
+			ErrCascade, child, rel.fk.Parent)
+	}
+	for i, k := range keys {
+		if deleted[i] {
+			delete(state, string(k))
+		}
+	}
+	return nil
 }

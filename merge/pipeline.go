@@ -61,6 +61,28 @@ func (p *Pipeline) deleteColumns(id cdcsync.TableID) []int {
 	return nil
 }
 
+// Spiller is implemented by a Sink that can write part of an open epoch
+// before the epoch commits, so that a transaction larger than the epoch's
+// memory budget (Options.MaxBytes) commits whole with bounded memory: the
+// pipeline spills the open epoch when it holds more than that inside a
+// fragmented transaction (cdcsync.Txn.More).
+type Spiller interface {
+	// Spill writes final rows and delete rows of table's share of the
+	// open epoch (as in a Delta) under the name spill. A key may come
+	// again in a later Spill or in the commit's Delta, which supersede it.
+	// The commit whose Delta.Spill is spill adds all of it.
+	Spill(ctx context.Context, table cdcsync.TableID, spill int64, deletes, rows []cdcsync.Row) error
+	// Abandon removes what Spill wrote for spill: its epoch will not be
+	// committed (the transaction did not end before the pipeline stopped,
+	// or the table stopped in it).
+	Abandon(ctx context.Context, table cdcsync.TableID, spill int64)
+	// SpillHolds reports whether spill holds final rows of table (not
+	// only deleted keys), and which of keys (primary keys encoded as
+	// TableSchema.AppendKey does) it deleted: the foreign-key cascades
+	// read child rows through it (cascade.go).
+	SpillHolds(table cdcsync.TableID, spill int64, keys [][]byte) (rows bool, deleted []bool, err error)
+}
+
 // DDLSink is implemented by a Sink that applies schema changes. The
 // pipeline calls ApplyDDL for each change a transaction carries (Txn.DDL),
 // after committing everything before the transaction and before the
@@ -145,6 +167,11 @@ type Pipeline struct {
 	copyEnded  bool                    // a copy's last chunk was merged into the open epoch
 	repairs    map[*repairJob]struct{} // repairs in flight (repair.go)
 	seq        uint64                  // transactions read
+	// midTxn is set while a fragmented transaction is open: its fragments
+	// so far are in the open epoch, which must not be sealed before its
+	// last one. spills numbers the epochs that spilled.
+	midTxn bool
+	spills int64
 	done       chan struct{}           // closed when Run returns
 	seen       atomic.Int64            // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
 
@@ -302,12 +329,18 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		if buf == nil {
 			return false
 		}
+		if p.midTxn {
+			return false // spilled instead (see spill), sealed after the transaction
+		}
 		if p.copyEnded {
 			p.copyEnded = false
 			return true
 		}
 		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
 	}
+	// sealDue is set when the interval ran out inside a fragmented
+	// transaction: the epoch is sealed once it ends.
+	sealDue := false
 	// seal hands the open epoch to a background commit, after the one
 	// before it has finished.
 	seal := func() error {
@@ -343,6 +376,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		return wait()
 	}
 	finish := func(cause error) error {
+		if p.midTxn {
+			// The end of the open transaction was not read: nothing of
+			// it is committed; a restart reads it again.
+			p.log.Info("the transaction being read is not committed; it is read again on restart", "fragments_spilled", buf != nil && buf.spill != 0)
+			p.abandon(commitCtx, buf)
+			buf, p.midTxn = nil, false
+		}
 		stopCopies()
 		p.stopping.Store(true)
 		stop := time.AfterFunc(p.opts.ShutdownTimeout, cancelCommits)
@@ -377,10 +417,20 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		return p.mergeRepairs(ctx, barrier, func() *Buffer { return open(time.Now()) })
 	}
 	for {
+		// Inside a fragmented transaction only its fragments are taken:
+		// copies, repairs and resyncs wait for its end.
+		opens, results, errs, resyncs, repairs, repairRead := p.copier.opens, p.copier.results, p.copier.errs, p.copier.resyncs, p.copier.repairs, p.copier.repairRead
+		if p.midTxn {
+			opens, results, errs, resyncs, repairs, repairRead = nil, nil, nil, nil, nil, nil
+		}
 		select {
 		case <-ctx.Done():
 			return finish(nil)
 		case <-tick:
+			if p.midTxn {
+				sealDue = true
+				continue
+			}
 			if err := seal(); err != nil {
 				return err
 			}
@@ -412,7 +462,23 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				}
 				continue
 			}
-			if len(t.DDL) > 0 {
+			if t.More && !p.midTxn && buf != nil {
+				// A fragmented transaction starts an epoch of its own, so
+				// that what came before commits now, whatever becomes of it.
+				if err := seal(); err != nil {
+					return err
+				}
+			}
+			switch {
+			case len(t.DDL) > 0 && p.midTxn:
+				// A table stopped inside a fragmented transaction.
+				if err := wait(); err != nil {
+					return err
+				}
+				if err := p.stopMidTxn(ctx, buf, t); err != nil {
+					return finish(err)
+				}
+			case len(t.DDL) > 0:
 				// A barrier: what came before commits under the old schema.
 				if err := barrier(); err != nil {
 					return err
@@ -425,8 +491,23 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				// Part of t may be folded into the open epoch: it is not
 				// committed (its transactions are read again after a
 				// restart), so no table gets part of a transaction.
-				buf = nil
+				p.abandon(commitCtx, buf)
+				buf, p.midTxn = nil, false
 				return finish(err)
+			}
+			if p.midTxn {
+				if buf.Held >= p.opts.MaxBytes {
+					if err := p.spill(commitCtx, buf); err != nil {
+						return finish(err)
+					}
+				}
+				continue // copies, repairs and resyncs wait for the end of the transaction
+			}
+			if sealDue {
+				sealDue = false
+				if err := seal(); err != nil {
+					return err
+				}
 			}
 			for id, copying := range p.recopy {
 				p.log.Warn("a foreign-key cascade reached rows the initial copy has not read yet; the tables referencing them are copied again",
@@ -448,9 +529,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if err := mergeRepairs(); err != nil {
 				return err
 			}
-		case req := <-p.copier.opens:
+		case req := <-opens:
 			p.openWindow(req)
-		case r := <-p.copier.results:
+		case r := <-results:
 			if stop := p.receive(r); stop != nil {
 				if err := barrier(); err != nil {
 					return err
@@ -462,13 +543,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if err := mergeCopies(); err != nil {
 				return err
 			}
-		case err := <-p.copier.errs:
+		case err := <-errs:
 			return finish(err)
-		case req := <-p.copier.resyncs:
+		case req := <-resyncs:
 			req.reply <- p.resync(ctx, req.id, barrier)
-		case req := <-p.copier.repairs:
+		case req := <-repairs:
 			p.startRepair(copyCtx, req)
-		case r := <-p.copier.repairRead:
+		case r := <-repairRead:
 			p.receiveRepair(copyCtx, r)
 			if err := mergeRepairs(); err != nil {
 				return err
@@ -567,13 +648,18 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 			}
 		}
 	}
-	if p.m != nil {
+	if p.m != nil && !t.More {
 		p.m.Transactions.Inc()
 		p.m.ReadLagSeconds.Set(time.Since(t.Time).Seconds())
 	}
 	skip := func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] }
-	p.seq++
-	p.pos, p.readPos, p.readResume = t.Pos, t.Pos, t.Resume
+	if !p.midTxn {
+		p.seq++ // every fragment of a transaction has its number
+	}
+	p.midTxn = t.More
+	if !t.More {
+		p.pos, p.readPos, p.readResume = t.Pos, t.Pos, t.Resume
+	}
 	if len(p.copies) > 0 {
 		if err := p.track(t, skip); err != nil {
 			return err
@@ -585,6 +671,74 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 		}
 	}
 	return buf.Apply(t, skip)
+}
+
+// spill writes out what the open epoch holds (see Spiller); a sink that
+// cannot spill keeps it in memory.
+func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
+	sp, ok := p.sink.(Spiller)
+	if !ok {
+		return nil
+	}
+	id := buf.spill
+	if id == 0 {
+		// Unique in the process and, being a time, across its restarts.
+		p.spills++
+		id = time.Now().UnixNano()<<4 | p.spills&15
+	}
+	start, held, rows := time.Now(), buf.Held, buf.Rows
+	err := buf.Spill(id, func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error {
+		_, err := p.retry(ctx, "spill", func() error { return sp.Spill(ctx, table, id, deletes, rows) }, nil, "table", table.String())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write out part of a transaction larger than epoch.max_bytes: %w", err)
+	}
+	p.log.Info("spilled the open epoch: the transaction being read outgrew epoch.max_bytes", "bytes", held, "rows_so_far", rows,
+		"seconds", time.Since(start).Seconds())
+	if p.m != nil {
+		p.m.SpilledBytes.Add(float64(held))
+	}
+	if p.opts.Fault != nil {
+		p.opts.Fault("after-spill")
+	}
+	return nil
+}
+
+// abandon removes what the epoch of buf spilled: it will not be committed.
+func (p *Pipeline) abandon(ctx context.Context, buf *Buffer) {
+	if buf == nil {
+		return
+	}
+	for _, id := range buf.Spilled() {
+		p.dropFromEpoch(ctx, buf, id)
+	}
+}
+
+// dropFromEpoch forgets a table's share of the open epoch, and what it
+// spilled.
+func (p *Pipeline) dropFromEpoch(ctx context.Context, buf *Buffer, id cdcsync.TableID) {
+	if spill := buf.SpillID(id); spill != 0 {
+		p.sink.(Spiller).Abandon(ctx, id, spill)
+		delete(buf.spilled, id)
+	}
+	buf.Drop(id)
+}
+
+// stopMidTxn applies the schema changes a fragment of an open transaction
+// carries: only tables stopped (or to be copied again) at the transaction,
+// which get nothing of it; everything before the transaction is committed.
+func (p *Pipeline) stopMidTxn(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error {
+	for _, ch := range t.DDL {
+		if ch.Kind != cdcsync.ChangeStop && ch.Kind != cdcsync.ChangeRecopy {
+			return fmt.Errorf("a schema change of %s (%s) inside a transaction larger than epoch.max_bytes, which cdcsync cannot apply there; "+
+				"raise epoch.max_bytes (and memory_limit) above the transaction's size", ch.Table, ch.Kind)
+		}
+		if buf != nil {
+			p.dropFromEpoch(ctx, buf, ch.Table)
+		}
+	}
+	return p.applyDDL(ctx, t)
 }
 
 // commitJob is a sealed epoch, ready to commit.
@@ -611,7 +765,7 @@ type commitResult struct {
 // state (Run's goroutine); nil when there is nothing to commit.
 func (p *Pipeline) prepare(buf *Buffer) *commitJob {
 	for id := range p.stopped {
-		buf.Drop(id) // folded before its stop was known
+		p.dropFromEpoch(context.Background(), buf, id) // folded before its stop was known
 	}
 	if buf.Empty() {
 		return nil
@@ -672,7 +826,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			if (i > 0 || j > 0) && p.opts.Fault != nil {
 				p.opts.Fault("between-tables")
 			}
-			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End, Time: buf.Last}
+			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End, Time: buf.Last, Spill: buf.SpillID(id)}
 			d.Deletes, d.Rows = buf.Output(id)
 			if st, ok := job.copies[id]; ok {
 				d.Copy = &st
@@ -680,6 +834,9 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			g.Go(func() error {
 				err := p.commitTable(gctx, id, d)
 				if cdcsync.IsStopTable(err) {
+					if d.Spill != 0 {
+						p.sink.(Spiller).Abandon(gctx, id, d.Spill)
+					}
 					smu.Lock()
 					stops[id] = err
 					smu.Unlock()

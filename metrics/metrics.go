@@ -30,6 +30,7 @@ type Metrics struct {
 	ReadLagSeconds   prometheus.Gauge // now minus the commit time of the last transaction read
 	Transactions     prometheus.Counter
 	QueuedBytes      prometheus.Gauge // decoded transactions read but not yet taken by the pipeline
+	SpilledBytes     prometheus.Counter
 	SourceConnected  prometheus.Gauge // 1 while the binlog stream is read
 	SourceSilence    prometheus.Gauge // seconds since the stream last delivered an event or heartbeat
 
@@ -114,6 +115,9 @@ func New() *Metrics {
 		}),
 		QueuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_queued_bytes", Help: "Bytes of decoded transactions read from the binlog and waiting for the pipeline (bounded by half of epoch.max_bytes; the binlog reader waits beyond).",
+		}),
+		SpilledBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cdcsync_spilled_bytes_total", Help: "Bytes of changes of open epochs written out before their commit, because a transaction outgrew epoch.max_bytes (see docs/architecture.md, \"Memory\").",
 		}),
 		SourceConnected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cdcsync_source_connected", Help: "1 while the binlog stream of the source is connected and read, else 0.",
@@ -252,7 +256,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
-		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
+		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
 		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexDiskBytes,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,

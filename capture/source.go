@@ -155,5 +155,5 @@ func (s *Source) Stream(ctx context.Context, spec merge.StreamSpec, out chan<- *
 	return Stream(ctx, StreamConfig{Source: s.cfg, Flavor: s.flavor, ServerUUID: s.uuid,
 		Start: spec.Start, Schemas: spec.Schemas, Committed: spec.Committed, SchemaPos: spec.SchemaPos, Shadows: spec.Shadows,
 		Stopped: spec.Stopped, Horizon: spec.Horizon, SettledXA: spec.SettledXA, ForeignKeys: spec.Keys != nil, Keys: spec.Keys,
-		DDL: s.ddl, Values: s.values, Log: s.log}, out)
+		DDL: s.ddl, Values: s.values, Log: s.log, FragmentBytes: spec.FragmentBytes}, out)
 }

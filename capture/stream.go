@@ -63,6 +63,10 @@ type StreamConfig struct {
 	// nil means the defaults (an error).
 	Values *ValuePolicy
 	Log    *slog.Logger
+	// FragmentBytes is the size (cdcsync.Txn.Bytes) past which the open
+	// transaction is sent in fragments, so that a huge one is never held
+	// whole; 0 sends every transaction whole.
+	FragmentBytes int
 }
 
 // DDLPolicies are the ddl: settings the stream applies to schema changes.
@@ -272,6 +276,16 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 		if err != nil {
 			return read, progressed, err
 		}
+		for _, frag := range r.frags {
+			select {
+			case out <- frag:
+				progressed = true
+			case <-ctx.Done():
+				return read, progressed, nil
+			}
+		}
+		clear(r.frags)
+		r.frags = r.frags[:0]
 		if txn != nil {
 			select {
 			case out <- txn:
@@ -365,6 +379,9 @@ type reader struct {
 	pos   uint32
 	txn   *cdcsync.Txn
 	inTxn bool
+	// frags are fragments of the open transaction to send before what
+	// handle returns (StreamConfig.FragmentBytes).
+	frags []*cdcsync.Txn
 
 	// Schema tracking (ddltrack.go).
 	tables  map[cdcsync.TableID]*tracked
@@ -674,8 +691,22 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 		}
 		r.txn.Changes = append(r.txn.Changes, c)
 		r.txn.Bytes += n + cdcsync.ChangeMemSize
+		if r.cfg.FragmentBytes > 0 && r.txn.Bytes >= r.cfg.FragmentBytes {
+			r.fragment(h)
+		}
 	}
 	return nil
+}
+
+// fragment cuts the changes of the open transaction read so far into a
+// fragment (cdcsync.Txn.More), placed inside the transaction by the event
+// at h.
+func (r *reader) fragment(h *replication.EventHeader) {
+	f := r.txn
+	f.More = true
+	f.Pos = r.probe(h).Pos
+	r.frags = append(r.frags, f)
+	r.txn = &cdcsync.Txn{GTID: f.GTID}
 }
 
 func (r *reader) decodeRow(s *cdcsync.TableSchema, raw []any) (cdcsync.Row, int, error) {

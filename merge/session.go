@@ -86,6 +86,9 @@ type StreamSpec struct {
 	// Keys are each table's foreign keys as of a position, for the stream
 	// to follow; nil when the source logs their actions.
 	Keys map[cdcsync.TableID]cdcsync.TableKeys
+	// FragmentBytes is the size past which a transaction is sent in
+	// fragments (cdcsync.Txn.More); 0 sends every transaction whole.
+	FragmentBytes int
 }
 
 // Lake is where a session's tables are committed (lake.SessionLake).
@@ -626,7 +629,14 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 		}
 	})
 	popts.Received = queue.received
-	pipe := New(s.lk.Sink(s.tables), ptables, s.next, start, popts, s.log, s.opts.Metrics)
+	// A transaction arrives in fragments of an eighth of an epoch, so that
+	// the pipeline can write a huge one out (Spiller) instead of holding
+	// it whole.
+	sink := s.lk.Sink(s.tables)
+	if _, ok := sink.(Spiller); ok {
+		spec.FragmentBytes = max(popts.MaxBytes/8, 1<<20)
+	}
+	pipe := New(sink, ptables, s.next, start, popts, s.log, s.opts.Metrics)
 	if s.opts.Running != nil {
 		s.opts.Running(pipe)
 		defer s.opts.Running(nil)

@@ -1,0 +1,167 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// spillSink is a sink that can spill: it keeps each table's rows by key,
+// and what each spill wrote until the commit that names it.
+type spillSink struct {
+	memSink
+	mu        sync.Mutex
+	rows      map[cdcsync.TableID]map[int64]string
+	pending   map[int64]map[cdcsync.TableID][]op
+	spills    int
+	abandoned int
+}
+
+type op struct {
+	key  int64
+	name string // "" deletes
+}
+
+func newSpillSink() *spillSink {
+	return &spillSink{rows: map[cdcsync.TableID]map[int64]string{}, pending: map[int64]map[cdcsync.TableID][]op{}}
+}
+
+func ops(deletes, rows []cdcsync.Row) []op {
+	var out []op
+	for _, r := range deletes {
+		out = append(out, op{key: r[0].(int64)})
+	}
+	for _, r := range rows {
+		out = append(out, op{key: r[0].(int64), name: r[2].(string)})
+	}
+	return out
+}
+
+func (s *spillSink) Spill(_ context.Context, id cdcsync.TableID, spill int64, deletes, rows []cdcsync.Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[spill] == nil {
+		s.pending[spill] = map[cdcsync.TableID][]op{}
+	}
+	s.pending[spill][id] = append(s.pending[spill][id], ops(deletes, rows)...)
+	s.spills++
+	return nil
+}
+
+func (s *spillSink) Abandon(_ context.Context, id cdcsync.TableID, spill int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending[spill], id)
+	s.abandoned++
+}
+
+func (s *spillSink) SpillHolds(cdcsync.TableID, int64, [][]byte) (bool, []bool, error) {
+	return false, nil, nil
+}
+
+func (s *spillSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
+	if err := s.memSink.Commit(ctx, id, d); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := ops(d.Deletes, d.Rows)
+	if d.Spill != 0 {
+		p, ok := s.pending[d.Spill][id]
+		if !ok {
+			return fmt.Errorf("commit of %s names spill %d, which holds nothing of it", id, d.Spill)
+		}
+		all = append(p, all...)
+		delete(s.pending[d.Spill], id)
+	}
+	if s.rows[id] == nil {
+		s.rows[id] = map[int64]string{}
+	}
+	for _, o := range all {
+		if o.name == "" {
+			delete(s.rows[id], o.key)
+		} else {
+			s.rows[id][o.key] = o.name
+		}
+	}
+	return nil
+}
+
+// frag is a fragment of the transaction seq (more: others follow).
+func frag(seq int, more bool, changes ...cdcsync.Change) *cdcsync.Txn {
+	t := txnAt(seq, changes...)
+	t.Bytes = 100 * len(changes)
+	if more {
+		t.More, t.Time = true, time.Time{}
+		t.Pos = mariaPos(seq - 1) // inside the transaction: after the one before
+	}
+	return t
+}
+
+
+// A transaction that arrives in fragments larger than the epoch's budget
+// is spilled as it comes and committed whole, in one epoch of its own; a
+// key it changes in several fragments ends with its last image.
+func TestFragmentedTransactionSpillsAndCommitsWhole(t *testing.T) {
+	sink := newSpillSink()
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Hour, MaxRows: 1 << 20, MaxBytes: 250, CommitConcurrency: 1}, quiet(), nil)
+	err := runPipeline(t, p,
+		txnAt(1, ins(u(1, "eu", "a"))),
+		frag(2, true, ins(u(2, "eu", "b")), ins(u(3, "eu", "c")), upd(u(1, "eu", "a"), u(1, "eu", "a2"))),
+		frag(2, true, upd(u(2, "eu", "b"), u(2, "eu", "b2")), ins(u(4, "eu", "d")), del(u(3, "eu", "c"))),
+		frag(2, false, upd(u(2, "eu", "b2"), u(2, "eu", "b3")), ins(u(3, "eu", "c2"))),
+		txnAt(3, ins(u(5, "eu", "e"))),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sink.spills == 0 {
+		t.Fatal("nothing was spilled: the transaction was held in memory")
+	}
+	// Epoch 1: txn 1, sealed when txn 2 began; epoch 2: txn 2 whole,
+	// sealed when it ended (full); epoch 3: txn 3.
+	if fmt.Sprint(sink.commits) != "[shop.users@1 shop.users@2 shop.users@3]" || fmt.Sprint(sink.checkpoints) != "[1 2 3]" {
+		t.Fatalf("commits %v checkpoints %v", sink.commits, sink.checkpoints)
+	}
+	want := map[int64]string{1: "a2", 2: "b3", 3: "c2", 4: "d", 5: "e"}
+	if fmt.Sprint(sink.rows[users.ID]) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", sink.rows[users.ID], want)
+	}
+	if p.Committed() != mariaPos(3) {
+		t.Fatalf("committed %v, want %v", p.Committed(), mariaPos(3))
+	}
+}
+
+// A pipeline that stops inside a fragmented transaction commits what came
+// before it, nothing of it, and removes what it spilled.
+func TestStopInsideFragmentedTransaction(t *testing.T) {
+	sink := newSpillSink()
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Order: order, Interval: 10 * time.Millisecond, MaxRows: 1 << 20, MaxBytes: 150, CommitConcurrency: 1}, quiet(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan *cdcsync.Txn, 4)
+	ch <- txnAt(1, ins(u(1, "eu", "a")))
+	ch <- frag(2, true, ins(u(2, "eu", "b")), upd(u(1, "eu", "a"), u(1, "eu", "a2")))
+	ch <- frag(2, true, ins(u(3, "eu", "c")))
+	done := make(chan error)
+	go func() { done <- p.Run(ctx, ch) }()
+	time.Sleep(100 * time.Millisecond) // several intervals: none seals the open transaction
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sink.commits) != "[shop.users@1]" || p.Committed() != mariaPos(1) {
+		t.Fatalf("commits %v, committed %v: want the transaction before only", sink.commits, p.Committed())
+	}
+	if want := map[int64]string{1: "a"}; fmt.Sprint(sink.rows[users.ID]) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", sink.rows[users.ID], want)
+	}
+	if sink.spills == 0 || sink.abandoned == 0 {
+		t.Fatalf("%d spills, %d abandoned: the spilled part must be removed", sink.spills, sink.abandoned)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -243,6 +244,13 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 	began := time.Now()
 	defer func() { progressed = progressed || time.Since(began) >= healthyConnection }()
 	cfg := r.cfg
+	// The binlog read ahead of the reader is bounded in bytes (readahead.go):
+	// a fragment's worth, at least 1 MiB.
+	ahead := newReadAhead(int64(max(cfg.FragmentBytes, 1<<20)))
+	if syncCfg.Dialer == nil {
+		syncCfg.Dialer = (&net.Dialer{}).DialContext
+	}
+	syncCfg.Dialer = ahead.dialer(syncCfg.Dialer)
 	syncer := replication.NewBinlogSyncer(syncCfg)
 	defer syncer.Close()
 	var streamer *replication.BinlogStreamer
@@ -264,7 +272,15 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 		return false, false, &lostConnection{what: whatStart, err: err}
 	}
 	for {
-		ev, err := streamer.GetEvent(ctx)
+		var ev *replication.BinlogEvent
+		err := ahead.next(func() (int, error) {
+			var err error
+			ev, err = streamer.GetEvent(ctx)
+			if ev == nil {
+				return 0, err
+			}
+			return len(ev.RawData), err
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return read, progressed, nil

@@ -386,6 +386,16 @@ type meta struct {
 
 func (c *Config) explicit(path string) bool { return c.meta != nil && c.meta.set[path] }
 
+// FitEpoch sets epoch.max_bytes, when the configuration leaves it out, to
+// a quarter of heap, the memory the epochs may use: an epoch fills while
+// the one before it is written out, and each takes about as much again
+// while it is written.
+func (c *Config) FitEpoch(heap ByteSize) {
+	if heap > 0 && !c.explicit("epoch.max_bytes") {
+		c.Epoch.MaxBytes = min(DefaultEpochMaxBytes, max(heap/4, 4<<20))
+	}
+}
+
 func (c *Config) line(path string) int {
 	if c.meta == nil {
 		return 0

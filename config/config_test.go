@@ -1144,3 +1144,24 @@ func TestUnsetPasswordVariableIsLazy(t *testing.T) {
 		t.Errorf("a set variable: %q, %v", pw, err)
 	}
 }
+
+// epoch.max_bytes, when left out, is a quarter of the Go runtime's share of
+// memory_limit; a value the configuration sets stays.
+func TestFitEpoch(t *testing.T) {
+	cfg := &Config{}
+	cfg.Epoch.MaxBytes = DefaultEpochMaxBytes
+	cfg.FitEpoch(160 << 20)
+	if cfg.Epoch.MaxBytes != 40<<20 {
+		t.Errorf("max_bytes %s for 160MiB, want 40MiB", cfg.Epoch.MaxBytes)
+	}
+	cfg.FitEpoch(4 << 30)
+	if cfg.Epoch.MaxBytes != DefaultEpochMaxBytes {
+		t.Errorf("max_bytes %s for a 4GiB heap, want the default %s", cfg.Epoch.MaxBytes, DefaultEpochMaxBytes)
+	}
+	cfg.meta = &meta{set: map[string]bool{"epoch.max_bytes": true}}
+	cfg.Epoch.MaxBytes = 16 << 20
+	cfg.FitEpoch(40 << 20)
+	if cfg.Epoch.MaxBytes != 16<<20 {
+		t.Errorf("an explicit max_bytes changed to %s", cfg.Epoch.MaxBytes)
+	}
+}

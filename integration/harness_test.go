@@ -60,6 +60,7 @@ type envOptions struct {
 	// deletesMode is deletes.mode; default the configuration's default
 	// (position).
 	deletesMode string
+	indexCache  string // deletes.index_cache
 }
 
 // adminDefault as envOptions.admin leaves admin: out of the config.
@@ -111,6 +112,9 @@ func newEnv(t *testing.T, dbName string, o envOptions) *env {
 		adminYAML += "deletes:\n  index_dir: " + filepath.Join(dir, "index") + "\n"
 		if o.deletesMode != "" {
 			adminYAML += "  mode: " + o.deletesMode + "\n"
+		}
+		if o.indexCache != "" {
+			adminYAML += "  index_cache: " + o.indexCache + "\n"
 		}
 	}
 	e.exec("DROP DATABASE IF EXISTS " + dbName)

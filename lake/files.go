@@ -392,7 +392,7 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 			locs[i] = rowLoc{file: int32(len(files)), pos: pos}
 		}
 		pos++
-		if bb.n == writeBatchRows || n == len(g.rows)-1 {
+		if bb.n == writeBatchRows || bb.bytes >= writeBatchBytes || n == len(g.rows)-1 {
 			if err := flush(); err != nil {
 				return files, err
 			}
@@ -409,9 +409,14 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 	return files, nil
 }
 
-// writeBatchRows is the size of the Arrow batches (and Parquet row groups)
-// an epoch's rows are written in.
-const writeBatchRows = 1 << 16
+// writeBatchRows and writeBatchBytes bound the Arrow batches (and Parquet
+// row groups) an epoch's rows are written in: the writer holds about three
+// copies of a batch (Arrow, encoded pages, compressed), which for rows of
+// large values (LONGBLOBs of megabytes) the row count alone does not bound.
+const (
+	writeBatchRows  = 1 << 16
+	writeBatchBytes = 16 << 20
+)
 
 func fileSuffix(c iceberg.ManifestEntryContent) string {
 	if c == iceberg.EntryContentEqDeletes {

@@ -18,6 +18,7 @@ type batchBuilder struct {
 	layout *rowLayout
 	b      *array.RecordBuilder
 	n      int
+	bytes  int // the rows' cdcsync.Row.MemSize
 }
 
 func newBatchBuilder(l *rowLayout) *batchBuilder {
@@ -52,12 +53,13 @@ func (bb *batchBuilder) add(row cdcsync.Row) error {
 		}
 	}
 	bb.n++
+	bb.bytes += row.MemSize()
 	return nil
 }
 
 // flush returns the rows added so far as a record batch and starts a new one.
 func (bb *batchBuilder) flush() arrow.RecordBatch {
-	bb.n = 0
+	bb.n, bb.bytes = 0, 0
 	return bb.b.NewRecordBatch()
 }
 

@@ -45,7 +45,7 @@ const spillPrefix = "spill/"
 
 // spillBatch bounds the keys looked up, and the position deletes written,
 // at a time when a spilled epoch commits.
-const spillBatch = 1 << 18
+const spillBatch = 1 << 16
 
 // spill is the spilled part of one table's share of an open epoch.
 type spill struct {

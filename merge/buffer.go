@@ -328,11 +328,11 @@ type Buffer struct {
 	// spilled the tables it wrote.
 	spill   int64
 	spilled map[cdcsync.TableID]bool
-	Txns          int
-	Loaded        int              // rows of the initial copy loaded (see Load)
-	End           cdcsync.Position // position after the last transaction applied or passed
-	First         time.Time        // MySQL commit time of the epoch's first transaction
-	Last          time.Time        // MySQL commit time of the epoch's last transaction
+	Txns    int
+	Loaded  int              // rows of the initial copy loaded (see Load)
+	End     cdcsync.Position // position after the last transaction applied or passed
+	First   time.Time        // MySQL commit time of the epoch's first transaction
+	Last    time.Time        // MySQL commit time of the epoch's last transaction
 }
 
 // NewBuffer returns an empty epoch buffer; schemas resolves a table's

@@ -172,8 +172,8 @@ type Pipeline struct {
 	// last one. spills numbers the epochs that spilled.
 	midTxn bool
 	spills int64
-	done       chan struct{}           // closed when Run returns
-	seen       atomic.Int64            // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
+	done   chan struct{} // closed when Run returns
+	seen   atomic.Int64  // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -496,7 +496,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return finish(err)
 			}
 			if p.midTxn {
-				if buf.Held >= p.opts.MaxBytes {
+				// Half an epoch: writing it out takes about as much again.
+				if buf.Held >= p.opts.MaxBytes/2 {
 					if err := p.spill(commitCtx, buf); err != nil {
 						return finish(err)
 					}

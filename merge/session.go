@@ -622,8 +622,8 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	popts.ForeignKeys = actions
 	popts.Copy.Source = chunks
 	// The transactions read but not yet taken by the pipeline wait within
-	// half an epoch's bytes (see docs/architecture.md, "Memory").
-	queue := newTxnQueue(int64(max(popts.MaxBytes/2, 1<<20)), func(d int64) {
+	// a quarter of an epoch's bytes (see docs/architecture.md, "Memory").
+	queue := newTxnQueue(int64(max(popts.MaxBytes/4, 1<<20)), func(d int64) {
 		if s.opts.Metrics != nil {
 			s.opts.Metrics.QueuedBytes.Add(float64(d))
 		}

@@ -102,7 +102,6 @@ func frag(seq int, more bool, changes ...cdcsync.Change) *cdcsync.Txn {
 	return t
 }
 
-
 // A transaction that arrives in fragments larger than the epoch's budget
 // is spilled as it comes and committed whole, in one epoch of its own; a
 // key it changes in several fragments ends with its last image.

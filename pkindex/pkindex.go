@@ -84,10 +84,10 @@ type Options struct {
 	Log        *slog.Logger // nil: discard
 }
 
-const (
-	defaultCacheBytes = 64 << 20
-	memTableBytes     = 16 << 20
-)
+const defaultCacheBytes = 64 << 20
+
+// MemTableBytes is the size of a memtable; a DB holds two at most.
+const MemTableBytes = 16 << 20
 
 // DB is one pebble database holding the indexes of one pipeline's tables.
 type DB struct {
@@ -128,7 +128,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	var marked atomic.Bool
 	popts := &pebble.Options{
 		CacheSize:                   cacheBytes,
-		MemTableSize:                memTableBytes,
+		MemTableSize:                MemTableBytes,
 		MemTableStopWritesThreshold: 2,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Lock:                        lock,

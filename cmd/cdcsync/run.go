@@ -89,7 +89,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, stderr io.Writer) error 
 	}
 	log.Info("cdcsync starting", "version", ver.Version, "commit", ver.Commit, "pipeline", cfg.Pipeline, "source", fmt.Sprintf("%s:%d", cfg.Source.Host, cfg.Source.Port),
 		"warehouse", cfg.Warehouse.Location, "catalog", cfg.Catalog.Type+":"+cfg.Catalog.Name,
-		"memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String(),
+		"memory_limit", limitText(cfg.MemoryLimit), "go_memory_limit", memoryLimit(), "gc_percent", currentGCPercent(), "epoch_max_bytes", cfg.Epoch.MaxBytes.String(),
 		"open_files_limit", of.limit, "max_open_files", cfg.Warehouse.MaxOpenFiles)
 	if !of.enough() {
 		// Not fatal: a write that finds no descriptor fails its commit,
@@ -346,9 +346,22 @@ func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 
 // tuneMemory applies memory_limit and gc_percent to the Go runtime (the
 // daemon and cdcsync compact, the commands that hold much data).
+// memory_limit bounds the process's resident memory, and the executable's
+// code (over 100 MiB, nearly all of it resident once the daemon runs) is
+// part of it, and so is the key index's cache where pebble allocates it
+// outside the Go heap (cgo): the Go runtime gets the rest, at least half,
+// and epoch.max_bytes, unless set, a quarter of what the Go heap has
+// beside the index (docs/architecture.md, "Memory").
 func tuneMemory(cfg *config.Config) {
 	if cfg.MemoryLimit > 0 {
-		debug.SetMemoryLimit(cfg.MemoryLimit.Int64())
+		index := indexMemory(cfg)
+		offHeap := int64(0)
+		if indexOffHeap {
+			offHeap = index
+		}
+		heap := goMemoryLimit(cfg.MemoryLimit, residentCode(), offHeap)
+		debug.SetMemoryLimit(heap.Int64())
+		cfg.FitEpoch(heap - config.ByteSize(index-offHeap))
 	}
 	gcPercent := cfg.GCPercent
 	if gcPercent == 0 && os.Getenv("GOGC") == "" {
@@ -359,10 +372,18 @@ func tuneMemory(cfg *config.Config) {
 	}
 }
 
+// limitText describes memory_limit.
+func limitText(l config.ByteSize) string {
+	if l == 0 {
+		return "none"
+	}
+	return l.String()
+}
+
 // memoryLimit describes the Go runtime's soft memory limit.
 func memoryLimit() string {
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
-		return config.ByteSize(l).String()
+		return config.ByteSize(l &^ (1<<20 - 1)).String() // whole MiB
 	}
 	return "none"
 }
@@ -428,7 +449,8 @@ func b2f(b bool) float64 {
 // makes the process kill itself with SIGKILL at the named protocol points
 // (before-commit, between-tables, before-checkpoint; before-index: an
 // epoch committed, the key index not updated; during-index-rebuild: a key
-// index rebuild started, not finished) and maintenance points
+// index rebuild started, not finished; after-spill: part of an open
+// epoch written out, the epoch not committed) and maintenance points
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)
 // with that probability.

@@ -1,0 +1,153 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// TestHugeTransactions mirrors single transactions several times larger
+// than the daemon's memory budget: an INSERT ... SELECT, an UPDATE of
+// every row (with a SIGKILL after the daemon wrote out its first part)
+// and a DELETE of half the rows. Each lands whole in one snapshot, the
+// table equals MySQL, the daemon's peak RSS stays within its budget, and
+// the killed daemon's files are removed by the next one.
+func TestHugeTransactions(t *testing.T) {
+	const dbName = "it_hugetxn"
+	const rows, width = 1000000, 200
+	const memoryLimit = 384 // MiB
+	bin := plainBinary(t)
+	e := newEnv(t, dbName, envOptions{epoch: "interval: 1s",
+		extra: fmt.Sprintf("memory_limit: %dMiB\nmaintenance:\n  enabled: false", memoryLimit), indexCache: "32MiB"})
+	e.exec(fmt.Sprintf("CREATE TABLE %s.big (id INT PRIMARY KEY, grp INT NOT NULL, pad VARCHAR(%d) NOT NULL)", dbName, width))
+	txnMiB := float64(rows*(width+40)) / (1 << 20) // the rows' images in MySQL
+	e.exec(fmt.Sprintf("CREATE TABLE %s.blobs (id INT PRIMARY KEY, b LONGBLOB NOT NULL)", dbName))
+
+	lk := e.openLake()
+	ctx := context.Background()
+	load := func(name string) *table.Table {
+		tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	// lastCommit returns the summary of the table's newest snapshot.
+	lastCommit := func(name string) map[string]string {
+		s := load(name).CurrentSnapshot()
+		if s == nil || s.Summary == nil {
+			t.Fatal("the table has no snapshot")
+		}
+		return s.Summary.Properties
+	}
+	orphans := func() []string {
+		plan, err := load("big").PlanOrphanFiles(lk.Scope(ctx), table.WithFilesOlderThan(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range plan.Files() {
+			if strings.HasSuffix(f, ".parquet") {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	// run mirrors one statement with a fresh daemon and checks it.
+	run := func(name, what, stmt, wantAdded, wantDeleted string) {
+		t.Helper()
+		start := time.Now()
+		p := e.startWith(bin)
+		peaks := procPeaks(p)
+		anon := anonPeak(p)
+		e.waitCaughtUp(p, time.Minute)
+		_, idle := peaks()
+		t.Logf("%s: peak RSS %d MiB before the statement", what, idle)
+		e.exec(stmt)
+		e.waitCaughtUp(p, 4*time.Minute)
+		took := time.Since(start)
+		_, peak := peaks()
+		t.Logf("%s: peak anonymous RSS %d MiB", what, anon())
+		if code := p.stop(t); code != 0 {
+			t.Fatalf("%s: exit %d after SIGTERM; output:\n%s", what, code, p.output())
+		}
+		t.Logf("%s: mirrored %s after the daemon started; peak RSS %d MiB (memory_limit %d MiB)",
+			what, took.Round(time.Millisecond), peak, memoryLimit)
+		if !strings.Contains(p.output(), "spilled the open epoch") {
+			t.Errorf("%s: the daemon did not write the transaction out before its commit; output:\n%s", what, p.output())
+		}
+		if peak == 0 || peak > memoryLimit {
+			t.Errorf("%s: peak RSS %d MiB, want at most memory_limit (%d MiB)", what, peak, memoryLimit)
+		}
+		sum := lastCommit(name)
+		if sum["added-records"] != wantAdded || sum["added-position-deletes"] != wantDeleted {
+			t.Errorf("%s: the newest snapshot added %s rows and %s position deletes, want %s and %s (the whole transaction in one snapshot)",
+				what, sum["added-records"], sum["added-position-deletes"], wantAdded, wantDeleted)
+		}
+		e.assertMirrors(name)
+	}
+	n := strconv.Itoa(rows)
+	t.Logf("each statement below is one transaction of %d rows, about %.0f MiB of row images in MySQL", rows, txnMiB)
+	run("big", "INSERT ... SELECT", fmt.Sprintf("INSERT INTO %s.big SELECT seq, seq %% 10, REPEAT(CHAR(65 + seq %% 26), %d) FROM %s.seq_1_to_%d", dbName, width, dbName, rows), n, "")
+
+	// The UPDATE with a daemon killed once it wrote out the first part.
+	p := e.startWith(bin, "CDCSYNC_FAULT=after-spill:1")
+	e.waitCaughtUp(p, time.Minute)
+	update := fmt.Sprintf("UPDATE %s.big SET grp = grp + 1, pad = REPEAT('u', %d)", dbName, width)
+	e.exec(update)
+	select {
+	case <-p.done:
+	case <-time.After(3 * time.Minute):
+		p.kill()
+		t.Fatalf("the daemon was not killed after its first spill; output:\n%s", p.output())
+	}
+	if !strings.Contains(p.output(), "point=after-spill") {
+		t.Fatalf("the daemon ended without the fault; output:\n%s", p.output())
+	}
+	if left := orphans(); len(left) == 0 {
+		t.Fatal("the killed daemon left no file of its spill: the test does not test the cleanup")
+	}
+	if sum := lastCommit("big"); sum["added-records"] != n || sum["added-position-deletes"] != "" {
+		t.Fatalf("the killed daemon committed part of the UPDATE: %v", sum)
+	}
+	// The next daemon reads the UPDATE again and commits it whole; the
+	// killed daemon's files are gone.
+	run("big", "UPDATE (after a SIGKILL)", "DO 0", n, n)
+	if left := orphans(); len(left) > 0 {
+		t.Errorf("%d Parquet files of the killed daemon's spill are left, e.g. %s", len(left), left[0])
+	}
+	run("big", "DELETE", fmt.Sprintf("DELETE FROM %s.big WHERE id %% 2 = 0", dbName), "", strconv.Itoa(rows/2))
+
+	// Few rows of large values: 96 of 4 MiB, as much as memory_limit.
+	run("blobs", "96 LONGBLOBs of 4 MiB", fmt.Sprintf("INSERT INTO %s.blobs SELECT seq, REPEAT(CHAR(65 + seq %% 26), 4 << 20) FROM %s.seq_1_to_96", dbName, dbName), "96", "")
+}
+
+// anonPeak samples the anonymous resident memory (RssAnon: the Go heap and
+// stacks, not the executable's pages) of p until it exits; the returned
+// function reads the peak so far, in MiB.
+func anonPeak(p *proc) func() int {
+	var peak atomic.Int64
+	pid := p.cmd.Process.Pid
+	go func() {
+		for !p.exited() {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssAnon:" {
+						if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb/1024 > peak.Load() {
+							peak.Store(kb / 1024)
+						}
+					}
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return func() int { return int(peak.Load()) }
+}

@@ -114,7 +114,7 @@ func New() *Metrics {
 			Name: "cdcsync_replication_lag_seconds", Help: "How far the Iceberg tables are behind MySQL: seconds since the oldest transaction read but not yet committed was committed in MySQL; when none waits, seconds since the binlog stream last delivered an event or heartbeat (so it grows while MySQL is unreachable). 0 while this daemon is a standby.",
 		}),
 		QueuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cdcsync_queued_bytes", Help: "Bytes of decoded transactions read from the binlog and waiting for the pipeline (bounded by half of epoch.max_bytes; the binlog reader waits beyond).",
+			Name: "cdcsync_queued_bytes", Help: "Bytes of decoded transactions read from the binlog and waiting for the pipeline (bounded by a quarter of epoch.max_bytes; the binlog reader waits beyond).",
 		}),
 		SpilledBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdcsync_spilled_bytes_total", Help: "Bytes of changes of open epochs written out before their commit, because a transaction outgrew epoch.max_bytes (see docs/architecture.md, \"Memory\").",

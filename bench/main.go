@@ -49,6 +49,7 @@ type options struct {
 	extraConfig    string
 	deletesMode    string
 	partition      string // the partition spec of bench.t; "" unpartitioned
+	hugeTxn        int64  // rows of the --huge-txn UPDATE; 0: no such phase
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length of each CPU profile")
 	flag.StringVar(&o.extraConfig, "extra-config", "", "YAML appended to cdcsync's configuration, e.g. 'maintenance: {enabled: false}'")
 	flag.StringVar(&o.deletesMode, "deletes", "", "deletes.mode of the bench table: position or equality (default: cdcsync's default, position)")
+	flag.Int64Var(&o.hugeTxn, "huge-txn", 0, "after the catch-up, one UPDATE of this many rows of bench.t as a single transaction, mirrored by a fresh daemon (0: no such phase); with --extra-config 'memory_limit: 512MiB' it shows the bound")
 	flag.StringVar(&o.partition, "partition", "", `partition bench.t, e.g. "day(created_at), bucket(8, id)": the harness runs twice, unpartitioned and then partitioned, and compares the two`)
 	flag.Parse()
 	set := map[string]bool{}
@@ -283,6 +285,7 @@ type results struct {
 	Fresh               freshRun   `json:"freshness"`      // the run the targets apply to: 10,000 changes/s offered, or the rate nearest to it
 	FreshRuns           []freshRun `json:"freshness_runs"` // every rate, in the order run
 	ReadAmp             readAmp    `json:"read_amplification"`
+	Huge                *hugeRun   `json:"huge_txn,omitempty"`
 }
 
 const mib = 1 << 20
@@ -295,7 +298,7 @@ func run(o options) (*results, error) {
 	res.Source = gitState()
 	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "deletes": o.deletesMode, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
 		"duration": o.duration.String(), "interval": o.interval.String(), "warehouse": o.warehouse, "pprof": o.pprofDir != "",
-		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "scans": o.scans}
+		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "scans": o.scans, "huge_txn": o.hugeTxn}
 	dir, err := os.MkdirTemp("", "cdcsync-bench-")
 	if err != nil {
 		return nil, err
@@ -614,6 +617,14 @@ admin:
 		res.Catchup.PeakRSSMiB = float64(rss) / mib
 	}
 
+	if o.hugeTxn > 0 {
+		logf("huge transaction: one UPDATE of %d rows", o.hugeTxn)
+		res.LoadAvg = append(res.LoadAvg, "huge transaction: "+loadAvg())
+		if res.Huge, err = hugeTxn(bin, cfgPath, dir, httpAddr, conn, watcher, o.hugeTxn); err != nil {
+			return nil, err
+		}
+	}
+
 	// Freshness and steady state at each rate, in one fresh daemon, on a
 	// table without the catch-up's delete files: otherwise in-process
 	// maintenance (on by default) compacts them during the first rate.
@@ -827,6 +838,9 @@ func markdown(r *results) string {
 	}
 	w("| Catch-up CPU, peak RSS | %.2f CPU-s = %.2f CPU-µs/change; peak RSS %.0f MiB | %.2f CPU-µs/change (decode) | %.1fx |",
 		c.CPUSeconds, c.CPUMicros, c.PeakRSSMiB, b2.DecodeCPUMicros, c.CPUMicros/b2.DecodeCPUMicros)
+	if r.Huge != nil {
+		b.WriteString(hugeMarkdown(r.Huge, b2.DecodeCPUMicros))
+	}
 	target := targetRun(r.FreshRuns)
 	for i := range r.FreshRuns {
 		f := &r.FreshRuns[i]

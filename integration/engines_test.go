@@ -122,6 +122,9 @@ type engineAnswerTable struct {
 type engineRun struct {
 	e       *env
 	catalog engineCatalog
+	// spill ends the workload with a transaction many times
+	// epoch.max_bytes, which the daemon writes out before its commit.
+	spill bool
 }
 
 func skipEngines(t *testing.T) {
@@ -200,7 +203,32 @@ func newEngineRun(t *testing.T, dbName string, o envOptions, catalogName string)
 		c.S3 = &engineS3{Endpoint: s.Endpoint, Region: s.Region, AccessKeyID: s.AccessKeyID,
 			SecretAccessKey: s.SecretAccessKey.Value(), PathStyle: s.PathStyle}
 	}
-	return &engineRun{e: e, catalog: c}
+	return &engineRun{e: e, catalog: c, spill: o.epoch == spillEpoch}
+}
+
+// spillEpoch is the epoch: section of the engine runs that end with a
+// transaction far larger than an epoch (engineRun.spill).
+const spillEpoch = "interval: 300ms\n  max_bytes: 256KiB"
+
+// hugeTxn changes every row of items and events in one transaction of
+// about a megabyte, which a daemon with spillEpoch reads in fragments and
+// writes out in several parts before its commit.
+func hugeTxn(t *testing.T, e *env) {
+	t.Helper()
+	conn, err := e.server.Connect(testenv.RootUser, "", e.dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"BEGIN",
+		"UPDATE items SET payload = REPEAT(CHAR(65 + id % 26), 3000), qty = IFNULL(qty, 0) + 1",
+		"UPDATE events SET amount = IFNULL(amount, 0) + 1, kind = 'bulk'",
+		"UPDATE items SET name = CONCAT('bulk ', id) WHERE id % 3 = 0", // keys changed again after their spill
+		"COMMIT"} {
+		if _, err := conn.Execute(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 }
 
 // mirror mirrors the workload tables: an initial copy, then a streamed
@@ -220,6 +248,14 @@ func (r *engineRun) mirror(t *testing.T, seed uint64) {
 	for i := 0; i < 4; i++ {
 		w.run(t, 120) // streamed: epochs of position deletes and inserts, compactions between them
 		e.waitCaughtUp(p, 2*time.Minute)
+	}
+	if r.spill {
+		hugeTxn(t, e)
+		w.run(t, 20)
+		e.waitCaughtUp(p, 2*time.Minute)
+		if !strings.Contains(p.output(), "spilled the open epoch") {
+			t.Fatalf("the large transaction was not written out before its commit; output:\n%s", p.output())
+		}
 	}
 	// The engines must meet position deletes that hide superseded rows, or
 	// this test proves nothing about deletes. Maintenance may have compacted
@@ -302,11 +338,11 @@ func TestEngines(t *testing.T) {
 	}
 	start := time.Now()
 	runs := []*engineRun{
-		newEngineRun(t, "it_eng_local", envOptions{}, "cdcsync"),
+		newEngineRun(t, "it_eng_local", envOptions{epoch: spillEpoch}, "cdcsync"),
 		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true}, "lake_s3"),
 		// Tables in equality mode (those of earlier versions, or chosen):
 		// every engine but pyiceberg reads both modes.
-		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality"}, "lake_pg"),
+		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality", epoch: spillEpoch}, "lake_pg"),
 	}
 	t.Run("cdcsync", func(t *testing.T) {
 		for i, r := range runs {

@@ -13,12 +13,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// TestHugeTransactions mirrors single transactions several times larger
-// than the daemon's memory budget: an INSERT ... SELECT, an UPDATE of
-// every row (with a SIGKILL after the daemon wrote out its first part)
-// and a DELETE of half the rows. Each lands whole in one snapshot, the
-// table equals MySQL, the daemon's peak RSS stays within its budget, and
-// the killed daemon's files are removed by the next one.
+// TestHugeTransactions mirrors single transactions larger than the
+// daemon's memory budget: an INSERT ... SELECT, an UPDATE of every row, a
+// DELETE of half the rows, and few rows of large values. Each is read
+// first by a daemon killed (SIGKILL) once it wrote out the first part of
+// it, then by a fresh one: the transaction lands whole in one snapshot,
+// the table equals MySQL, the daemon's peak RSS stays within
+// memory_limit, and the killed daemon's files are gone.
 func TestHugeTransactions(t *testing.T) {
 	const dbName = "it_hugetxn"
 	const rows, width = 1000000, 200
@@ -47,8 +48,8 @@ func TestHugeTransactions(t *testing.T) {
 		}
 		return s.Summary.Properties
 	}
-	orphans := func() []string {
-		plan, err := load("big").PlanOrphanFiles(lk.Scope(ctx), table.WithFilesOlderThan(0))
+	orphans := func(name string) []string {
+		plan, err := load(name).PlanOrphanFiles(lk.Scope(ctx), table.WithFilesOlderThan(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,26 +61,43 @@ func TestHugeTransactions(t *testing.T) {
 		}
 		return out
 	}
-	// run mirrors one statement with a fresh daemon and checks it.
-	run := func(name, what, stmt, wantAdded, wantDeleted string) {
+	// mirror runs stmt, one transaction, under a daemon that is killed
+	// once it wrote out the first part of it, then under a fresh daemon
+	// that reads it again and commits it whole; and checks both.
+	mirror := func(name, what, stmt, wantAdded, wantDeleted string) {
 		t.Helper()
+		p := e.startWith(bin, "CDCSYNC_FAULT=after-spill:1")
+		e.waitCaughtUp(p, time.Minute)
+		head := load(name).CurrentSnapshot()
+		e.exec(stmt)
+		select {
+		case <-p.done:
+		case <-time.After(3 * time.Minute):
+			p.kill()
+			t.Fatalf("%s: the daemon was not killed after its first spill; output:\n%s", what, p.output())
+		}
+		if !strings.Contains(p.output(), "point=after-spill") {
+			t.Fatalf("%s: the daemon ended without the fault; output:\n%s", what, p.output())
+		}
+		if len(orphans(name)) == 0 {
+			t.Fatalf("%s: the killed daemon left no file of its spill: the test does not test the cleanup", what)
+		}
+		if now := load(name).CurrentSnapshot(); (head == nil) != (now == nil) || (head != nil && now.SnapshotID != head.SnapshotID) {
+			t.Fatalf("%s: the killed daemon committed part of the transaction", what)
+		}
+
 		start := time.Now()
-		p := e.startWith(bin)
+		p = e.startWith(bin)
 		peaks := procPeaks(p)
 		anon := anonPeak(p)
-		e.waitCaughtUp(p, time.Minute)
-		_, idle := peaks()
-		t.Logf("%s: peak RSS %d MiB before the statement", what, idle)
-		e.exec(stmt)
 		e.waitCaughtUp(p, 4*time.Minute)
 		took := time.Since(start)
 		_, peak := peaks()
-		t.Logf("%s: peak anonymous RSS %d MiB", what, anon())
 		if code := p.stop(t); code != 0 {
 			t.Fatalf("%s: exit %d after SIGTERM; output:\n%s", what, code, p.output())
 		}
-		t.Logf("%s: mirrored %s after the daemon started; peak RSS %d MiB (memory_limit %d MiB)",
-			what, took.Round(time.Millisecond), peak, memoryLimit)
+		t.Logf("%s: mirrored %s after the daemon started; peak RSS %d MiB (anonymous %d MiB; memory_limit %d MiB)",
+			what, took.Round(time.Millisecond), peak, anon(), memoryLimit)
 		if !strings.Contains(p.output(), "spilled the open epoch") {
 			t.Errorf("%s: the daemon did not write the transaction out before its commit; output:\n%s", what, p.output())
 		}
@@ -91,42 +109,18 @@ func TestHugeTransactions(t *testing.T) {
 			t.Errorf("%s: the newest snapshot added %s rows and %s position deletes, want %s and %s (the whole transaction in one snapshot)",
 				what, sum["added-records"], sum["added-position-deletes"], wantAdded, wantDeleted)
 		}
+		if left := orphans(name); len(left) > 0 {
+			t.Errorf("%s: %d Parquet files of the killed daemon's spill are left, e.g. %s", what, len(left), left[0])
+		}
 		e.assertMirrors(name)
 	}
 	n := strconv.Itoa(rows)
 	t.Logf("each statement below is one transaction of %d rows, about %.0f MiB of row images in MySQL", rows, txnMiB)
-	run("big", "INSERT ... SELECT", fmt.Sprintf("INSERT INTO %s.big SELECT seq, seq %% 10, REPEAT(CHAR(65 + seq %% 26), %d) FROM %s.seq_1_to_%d", dbName, width, dbName, rows), n, "")
-
-	// The UPDATE with a daemon killed once it wrote out the first part.
-	p := e.startWith(bin, "CDCSYNC_FAULT=after-spill:1")
-	e.waitCaughtUp(p, time.Minute)
-	update := fmt.Sprintf("UPDATE %s.big SET grp = grp + 1, pad = REPEAT('u', %d)", dbName, width)
-	e.exec(update)
-	select {
-	case <-p.done:
-	case <-time.After(3 * time.Minute):
-		p.kill()
-		t.Fatalf("the daemon was not killed after its first spill; output:\n%s", p.output())
-	}
-	if !strings.Contains(p.output(), "point=after-spill") {
-		t.Fatalf("the daemon ended without the fault; output:\n%s", p.output())
-	}
-	if left := orphans(); len(left) == 0 {
-		t.Fatal("the killed daemon left no file of its spill: the test does not test the cleanup")
-	}
-	if sum := lastCommit("big"); sum["added-records"] != n || sum["added-position-deletes"] != "" {
-		t.Fatalf("the killed daemon committed part of the UPDATE: %v", sum)
-	}
-	// The next daemon reads the UPDATE again and commits it whole; the
-	// killed daemon's files are gone.
-	run("big", "UPDATE (after a SIGKILL)", "DO 0", n, n)
-	if left := orphans(); len(left) > 0 {
-		t.Errorf("%d Parquet files of the killed daemon's spill are left, e.g. %s", len(left), left[0])
-	}
-	run("big", "DELETE", fmt.Sprintf("DELETE FROM %s.big WHERE id %% 2 = 0", dbName), "", strconv.Itoa(rows/2))
-
+	mirror("big", "INSERT ... SELECT", fmt.Sprintf("INSERT INTO %s.big SELECT seq, seq %% 10, REPEAT(CHAR(65 + seq %% 26), %d) FROM %s.seq_1_to_%d", dbName, width, dbName, rows), n, "")
+	mirror("big", "UPDATE", fmt.Sprintf("UPDATE %s.big SET grp = grp + 1, pad = REPEAT('u', %d)", dbName, width), n, n)
+	mirror("big", "DELETE", fmt.Sprintf("DELETE FROM %s.big WHERE id %% 2 = 0", dbName), "", strconv.Itoa(rows/2))
 	// Few rows of large values: 96 of 4 MiB, as much as memory_limit.
-	run("blobs", "96 LONGBLOBs of 4 MiB", fmt.Sprintf("INSERT INTO %s.blobs SELECT seq, REPEAT(CHAR(65 + seq %% 26), 4 << 20) FROM %s.seq_1_to_96", dbName, dbName), "96", "")
+	mirror("blobs", "96 LONGBLOBs of 4 MiB", fmt.Sprintf("INSERT INTO %s.blobs SELECT seq, REPEAT(CHAR(65 + seq %% 26), 4 << 20) FROM %s.seq_1_to_96", dbName, dbName), "96", "")
 }
 
 // anonPeak samples the anonymous resident memory (RssAnon: the Go heap and

@@ -58,7 +58,6 @@ type spill struct {
 	final bool                   // the commit's own rows are spilled too (a retry must not add them again)
 	cdels []iceberg.DataFile     // the position deletes of committed rows of the last commit attempt
 	cbase int64                  // the snapshot they were looked up at
-	added map[string]bool        // paths of files, for the store's file table
 }
 
 func spillName(tbl *table.Table, id int64) string {
@@ -66,14 +65,11 @@ func spillName(tbl *table.Table, id int64) string {
 }
 
 // openSpill returns the table's spill id, starting it when the table has
-// none; a spill of another epoch is abandoned first (its epoch ended
-// without a commit).
-func (t *Table) openSpill(ctx context.Context, id int64) (*spill, error) {
-	if s := t.state.spill; s != nil {
-		if s.id == id {
-			return s, nil
-		}
-		t.abandonSpill(ctx, s)
+// none. Another epoch's spill may be under way: the epoch before, whose
+// commit runs while this one fills.
+func (t *Table) openSpill(id int64) (*spill, error) {
+	if s := t.state.spills[id]; s != nil {
+		return s, nil
 	}
 	if t.spills == nil {
 		return nil, fmt.Errorf("%s cannot write out part of an epoch: this process has no key index database open (deletes.index_dir); this is a bug", t.ID)
@@ -91,8 +87,11 @@ func (t *Table) openSpill(ctx context.Context, id int64) (*spill, error) {
 	if err := b.Commit(pkindex.State{}); err != nil {
 		return nil, fmt.Errorf("open the spill store of %s: %w", t.ID, err)
 	}
-	s := &spill{id: id, store: st, tomb: tomb, data: map[uint32]indexedFile{}, added: map[string]bool{}}
-	t.state.spill = s
+	s := &spill{id: id, store: st, tomb: tomb, data: map[uint32]indexedFile{}}
+	if t.state.spills == nil {
+		t.state.spills = map[int64]*spill{}
+	}
+	t.state.spills[id] = s
 	return s, nil
 }
 
@@ -103,7 +102,7 @@ func (t *Table) Spill(ctx context.Context, id int64, deletes, rows []cdcsync.Row
 	ctx = t.scope(ctx)
 	t.state.spillMu.Lock()
 	defer t.state.spillMu.Unlock()
-	s, err := t.openSpill(ctx, id)
+	s, err := t.openSpill(id)
 	if err != nil {
 		return err
 	}
@@ -210,7 +209,7 @@ func (t *Table) Abandon(ctx context.Context, id int64) {
 	ctx = t.scope(ctx)
 	t.state.spillMu.Lock()
 	defer t.state.spillMu.Unlock()
-	if s := t.state.spill; s != nil && s.id == id {
+	if s := t.state.spills[id]; s != nil {
 		t.abandonSpill(ctx, s)
 	}
 }
@@ -225,9 +224,7 @@ func (t *Table) dropSpill(s *spill) {
 	if err := s.store.Drop(); err != nil && t.state.keys != nil {
 		t.state.keys.log.Warn("cannot drop a spill store; it is dropped when the next session starts", "error", err)
 	}
-	if t.state.spill == s {
-		t.state.spill = nil
-	}
+	delete(t.state.spills, s.id)
 }
 
 // SpillHolds reports whether the spill id holds rows of the table, and
@@ -235,9 +232,9 @@ func (t *Table) dropSpill(s *spill) {
 func (t *Table) SpillHolds(id int64, keys [][]byte) (rows bool, deleted []bool, err error) {
 	t.state.spillMu.Lock()
 	defer t.state.spillMu.Unlock()
-	s := t.state.spill
+	s := t.state.spills[id]
 	deleted = make([]bool, len(keys))
-	if s == nil || s.id != id {
+	if s == nil {
 		return false, deleted, nil
 	}
 	locs, found, err := s.store.Lookup(keys)
@@ -257,8 +254,8 @@ func (t *Table) SpillHolds(id int64, keys [][]byte) (rows bool, deleted []bool, 
 func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
 	t.state.spillMu.Lock()
 	defer t.state.spillMu.Unlock()
-	s := t.state.spill
-	if s == nil || s.id != id {
+	s := t.state.spills[id]
+	if s == nil {
 		return fmt.Errorf("the part of epoch %d of %s written out before its commit is gone (spill %d); this is a bug", e.Number, t.ID, id)
 	}
 	if !s.final {
@@ -464,7 +461,10 @@ func (l *Lake) cleanSpills(ctx context.Context, tables map[cdcsync.TableID]*Tabl
 		}
 		if t := byUUID[uuid]; t != nil {
 			t.state.spillMu.Lock()
-			live := t.state.spill != nil && t.state.spill.store == st
+			live := false
+			for _, s := range t.state.spills {
+				live = live || s.store == st
+			}
 			t.state.spillMu.Unlock()
 			if live {
 				continue

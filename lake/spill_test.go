@@ -68,7 +68,7 @@ func TestSpilledEpochCommitsWhole(t *testing.T) {
 			e.commit(nil, keys(100, 119), "e", []int64{120, 150})
 			e.commit(nil, keys(1, 3), "f", []int64{51})
 			e.assertModel(e.tbl.current())
-			if e.tbl.state.spill != nil {
+			if len(e.tbl.state.spills) != 0 {
 				t.Error("the spill is kept after its commit")
 			}
 		})
@@ -119,5 +119,33 @@ func TestAbandonedSpillLeavesNothing(t *testing.T) {
 		if strings.HasPrefix(n, spillPrefix) {
 			t.Errorf("spill store %s is left", n)
 		}
+	}
+}
+
+// The next epoch may spill while the one before it, spilled too, waits for
+// its commit: each commits its own, the later on top of the earlier.
+func TestSpilledEpochsOneAfterAnother(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 50), "a", nil)
+	d1, r1 := e.change(keys(1, 30), "b", nil)
+	if err := e.tbl.Spill(ctx, 1, d1, r1); err != nil {
+		t.Fatal(err)
+	}
+	d2, r2 := e.change(keys(20, 60), "c", []int64{5})
+	if err := e.tbl.Spill(ctx, 2, d2, r2); err != nil {
+		t.Fatal(err)
+	}
+	for i, spill := range []int64{1, 2} {
+		e.epoch++
+		if err := e.tbl.Commit(ctx, Epoch{Number: e.epoch, Pos: pos(e.epoch), Spill: spill}, nil, nil, nil); err != nil {
+			t.Fatalf("commit of spill %d: %v", spill, err)
+		}
+		if i == 0 {
+			e.apply(keys(1, 30), "b", nil)
+		} else {
+			e.apply(keys(20, 60), "c", []int64{5})
+		}
+		e.assertModel(e.tbl.current())
 	}
 }

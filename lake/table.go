@@ -88,10 +88,11 @@ type tableState struct {
 	// in equality mode and where no index is open (commands that do not
 	// commit epochs). Used under commitMu.
 	keys *keyIndex
-	// spill is the spilled part of the open epoch (spill.go), under
-	// spillMu; a commit takes spillMu under commitMu.
+	// spills are the spilled parts of epochs not committed yet (spill.go),
+	// by spill: the open epoch's, and the one being committed; under
+	// spillMu, which a commit takes under commitMu.
 	spillMu sync.Mutex
-	spill   *spill
+	spills  map[int64]*spill
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {

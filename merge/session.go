@@ -634,7 +634,7 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	// it whole.
 	sink := s.lk.Sink(s.tables)
 	if _, ok := sink.(Spiller); ok {
-		spec.FragmentBytes = max(popts.MaxBytes/8, 1<<20)
+		spec.FragmentBytes = max(popts.MaxBytes/8, 64<<10)
 	}
 	pipe := New(sink, ptables, s.next, start, popts, s.log, s.opts.Metrics)
 	if s.opts.Running != nil {

@@ -79,7 +79,9 @@ func TestHugeTransactions(t *testing.T) {
 		if !strings.Contains(p.output(), "point=after-spill") {
 			t.Fatalf("%s: the daemon ended without the fault; output:\n%s", what, p.output())
 		}
-		if len(orphans(name)) == 0 {
+		if wantAdded != "" && len(orphans(name)) == 0 {
+			// (A spill of deletes alone writes no file in position mode:
+			// the commit looks the keys up.)
 			t.Fatalf("%s: the killed daemon left no file of its spill: the test does not test the cleanup", what)
 		}
 		if now := load(name).CurrentSnapshot(); (head == nil) != (now == nil) || (head != nil && now.SnapshotID != head.SnapshotID) {

@@ -20,10 +20,14 @@ import (
 // it, then by a fresh one: the transaction lands whole in one snapshot,
 // the table equals MySQL, the daemon's peak RSS stays within
 // memory_limit, and the killed daemon's files are gone.
+//
+// CDCSYNC_HUGE_ROWS and CDCSYNC_HUGE_LIMIT_MIB change the rows of each
+// transaction (1,000,000) and memory_limit (384 MiB) for a run by hand,
+// e.g. 5000000 and 512.
 func TestHugeTransactions(t *testing.T) {
 	const dbName = "it_hugetxn"
-	const rows, width = 1000000, 200
-	const memoryLimit = 384 // MiB
+	const width = 200
+	rows, memoryLimit := envInt(t, "CDCSYNC_HUGE_ROWS", 1000000), envInt(t, "CDCSYNC_HUGE_LIMIT_MIB", 384)
 	bin := plainBinary(t)
 	e := newEnv(t, dbName, envOptions{epoch: "interval: 1s",
 		extra: fmt.Sprintf("memory_limit: %dMiB\nmaintenance:\n  enabled: false", memoryLimit), indexCache: "32MiB"})
@@ -147,3 +151,4 @@ func anonPeak(p *proc) func() int {
 	}()
 	return func() int { return int(peak.Load()) }
 }
+

@@ -151,4 +151,3 @@ func anonPeak(p *proc) func() int {
 	}()
 	return func() int { return int(peak.Load()) }
 }
-

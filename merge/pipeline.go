@@ -169,11 +169,11 @@ type Pipeline struct {
 	seq        uint64                  // transactions read
 	// midTxn is set while a fragmented transaction is open: its fragments
 	// so far are in the open epoch, which must not be sealed before its
-	// last one. spills numbers the epochs that spilled.
-	midTxn bool
-	spills int64
-	done   chan struct{} // closed when Run returns
-	seen   atomic.Int64  // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
+	// last one. lastSpill names the last epoch that spilled.
+	midTxn    bool
+	lastSpill int64
+	done      chan struct{} // closed when Run returns
+	seen      atomic.Int64  // when (Unix ns) the stream last delivered anything: a transaction, a heartbeat
 
 	mu        sync.Mutex
 	committed cdcsync.Position // last checkpointed position, for status
@@ -684,8 +684,8 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
 	id := buf.spill
 	if id == 0 {
 		// Unique in the process and, being a time, across its restarts.
-		p.spills++
-		id = time.Now().UnixNano()<<4 | p.spills&15
+		id = max(time.Now().UnixNano(), p.lastSpill+1)
+		p.lastSpill = id
 	}
 	start, held, rows := time.Now(), buf.Held, buf.Rows
 	err := buf.Spill(id, func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error {

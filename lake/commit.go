@@ -253,13 +253,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if err != nil {
 		return err
 	}
-	rd := tx.NewRowDelta(t.summary(e, copying))
-	rd.AddRows(data...)
-	rd.AddDeletes(dels...)
-	if err := rd.Commit(ctx); err != nil {
-		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
-	}
-	err = t.finish(ctx, tx, e, base, t.summary(e, copying))
+	err = t.commitFiles(ctx, tx, e, base, copying, data, dels)
 	switch {
 	case err == nil:
 		if p := t.state.pending; p != nil && p.keys != nil {
@@ -273,6 +267,18 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		t.state.pending = nil
 	}
 	return err
+}
+
+// commitFiles stages an epoch's row delta (data and delete files) in tx
+// and commits it (finish).
+func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, copying *cdcsync.CopyState, data, dels []iceberg.DataFile) error {
+	rd := tx.NewRowDelta(t.summary(e, copying))
+	rd.AddRows(data...)
+	rd.AddDeletes(dels...)
+	if err := rd.Commit(ctx); err != nil {
+		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
+	}
+	return t.finish(ctx, tx, e, base, t.summary(e, copying))
 }
 
 // pendingFiles are the files written for an epoch whose commit failed.

@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -296,13 +297,7 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 		}
 	}
 	dels = append(dels, s.cdels...)
-	rd := tx.NewRowDelta(t.summary(e, copying))
-	rd.AddRows(data...)
-	rd.AddDeletes(dels...)
-	if err := rd.Commit(ctx); err != nil {
-		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
-	}
-	err = t.finish(ctx, tx, e, base, t.summary(e, copying))
+	err = t.commitFiles(ctx, tx, e, base, copying, data, dels)
 	switch {
 	case err == nil:
 		if t.mode == DeletesPosition {
@@ -397,17 +392,17 @@ func (t *Table) indexSpill(ctx context.Context, e Epoch, s *spill, data []iceber
 	err := func() error {
 		ib := ki.newBatch()
 		defer func() { ib.close() }()
+		byPath := make(map[string]iceberg.DataFile, len(data))
+		for _, df := range data {
+			byPath[df.FilePath()] = df
+		}
 		ids := map[uint32]uint32{} // store file id -> index file id
 		for sid, f := range s.data {
-			for _, df := range data {
-				if df.FilePath() == f.path {
-					id, err := ib.file(tbl.Metadata(), df)
-					if err != nil {
-						return err
-					}
-					ids[sid] = id
-				}
+			id, err := ib.file(tbl.Metadata(), byPath[f.path])
+			if err != nil {
+				return err
 			}
+			ids[sid] = id
 		}
 		n := 0
 		err := s.store.Scan(func(key []byte, l pkindex.Loc) error {
@@ -503,7 +498,7 @@ func (t *Table) removeUncommittedSpill(ctx context.Context, st *pkindex.Table) e
 	if err != nil {
 		return err
 	}
-	wfs, ok := fsys.(interface{ Remove(string) error })
+	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
 		return nil
 	}

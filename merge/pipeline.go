@@ -687,7 +687,7 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
 		id = max(time.Now().UnixNano(), p.lastSpill+1)
 		p.lastSpill = id
 	}
-	start, held, rows := time.Now(), buf.Held, buf.Rows
+	start, held, changes := time.Now(), buf.Held, buf.Rows
 	err := buf.Spill(id, func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error {
 		_, err := p.retry(ctx, "spill", func() error { return sp.Spill(ctx, table, id, deletes, rows) }, nil, "table", table.String())
 		return err
@@ -695,7 +695,7 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
 	if err != nil {
 		return fmt.Errorf("write out part of a transaction larger than epoch.max_bytes: %w", err)
 	}
-	p.log.Info("spilled the open epoch: the transaction being read outgrew epoch.max_bytes", "bytes", held, "rows_so_far", rows,
+	p.log.Info("spilled the open epoch: the transaction being read outgrew epoch.max_bytes", "bytes", held, "rows_so_far", changes,
 		"seconds", time.Since(start).Seconds())
 	if p.m != nil {
 		p.m.SpilledBytes.Add(float64(held))

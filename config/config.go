@@ -229,6 +229,7 @@ const (
 const (
 	DeletesPosition = "position"
 	DeletesEquality = "equality"
+	DeletesDV       = "dv"
 )
 
 // DefaultIndexCache is deletes.index_cache's default.

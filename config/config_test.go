@@ -461,10 +461,10 @@ func TestValidationErrors(t *testing.T) {
 			`line 4: log.level "verbose" is not valid: use one of debug, info, warn, error`,
 			`line 5: log.format "xml" is not valid: use one of text, json`}},
 		{"bad deletes", "deletes:\n  mode: positon\n  index_dir: ~/idx\n  index_cache: 1KiB\ntables:\n  - match: shop.a\n    deletes: eq\n", []string{
-			`line 2: deletes.mode "positon" is not valid (did you mean position?): use one of position, equality`,
+			`line 2: deletes.mode "positon" is not valid (did you mean position?): use one of position, dv, equality`,
 			`line 3: deletes.index_dir "~/idx" starts with ~, which cdcsync does not expand: write the full path`,
 			`line 4: deletes.index_cache must be at least 1MiB (got 1KiB)`,
-			`line 7: tables[0].deletes "eq" is not valid: use one of position, equality`}},
+			`line 7: tables[0].deletes "eq" is not valid: use one of position, dv, equality`}},
 		{"bad cut tags", "cut:\n  tag_every: 10s\n  tag_keep: -1h\n  tag_prefix: a b\n", []string{
 			`line 2: cut.tag_every 10s is too short: each tag is a catalog commit on every table, so use at least 1m0s`,
 			`line 3: cut.tag_keep must not be negative (got -1h0m0s)`,

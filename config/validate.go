@@ -429,7 +429,7 @@ func (p *problems) tables() {
 	}
 }
 
-var deletesModes = []string{DeletesPosition, DeletesEquality}
+var deletesModes = []string{DeletesPosition, DeletesDV, DeletesEquality}
 
 // identifier checks an Iceberg namespace or table name of a rule.
 func (p *problems) identifier(path, v, what string) bool {

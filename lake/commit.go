@@ -253,7 +253,11 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if err != nil {
 		return err
 	}
-	err = t.commitFiles(ctx, tx, e, base, copying, data, dels)
+	var superseded []iceberg.DataFile
+	if p := t.state.pending; p != nil {
+		superseded = p.superseded
+	}
+	err = t.commitFiles(ctx, tx, e, base, copying, data, dels, superseded)
 	switch {
 	case err == nil:
 		if p := t.state.pending; p != nil && p.keys != nil {
@@ -269,16 +273,23 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	return err
 }
 
-// commitFiles stages an epoch's row delta (data and delete files) in tx
-// and commits it (finish).
-func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, copying *cdcsync.CopyState, data, dels []iceberg.DataFile) error {
+// commitFiles stages an epoch's row delta (data and delete files, and the
+// deletion vectors that new ones supersede) in tx and commits it (finish).
+func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, copying *cdcsync.CopyState, data, dels, superseded []iceberg.DataFile) error {
 	rd := tx.NewRowDelta(t.summary(e, copying))
 	rd.AddRows(data...)
 	rd.AddDeletes(dels...)
+	rd.RemoveDeletes(superseded...)
 	if err := rd.Commit(ctx); err != nil {
 		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
 	}
-	return t.finish(ctx, tx, e, base, t.summary(e, copying))
+	if err := t.finish(ctx, tx, e, base, t.summary(e, copying)); err != nil {
+		return err
+	}
+	if t.mode == DeletesDV {
+		t.advanceDVs(base, dels)
+	}
+	return nil
 }
 
 // pendingFiles are the files written for an epoch whose commit failed.
@@ -286,6 +297,7 @@ type pendingFiles struct {
 	epoch       Epoch
 	rows, dels  int // rows and deletes they hold
 	data, edels []iceberg.DataFile
+	superseded  []iceberg.DataFile // deletion vectors that edels replace (dv mode)
 	// In position mode: the snapshot the position deletes were looked up
 	// at (files written on another are not reused), the keys of the
 	// deletes and where each row landed, for the key index.
@@ -301,7 +313,7 @@ type pendingFiles struct {
 // of an attempt whose writing failed are removed at once.
 func (t *Table) epochFiles(ctx context.Context, base *table.Table, e Epoch, deletes, rows []cdcsync.Row) (data, dels []iceberg.DataFile, err error) {
 	if p := t.state.pending; p != nil && p.epoch == e && p.rows == len(rows) && p.dels == len(deletes) &&
-		(t.mode != DeletesPosition || p.base == snapshotID(head(base.Metadata(), refOf(base.Metadata())))) {
+		(!byPosition(t.mode) || p.base == snapshotID(head(base.Metadata(), refOf(base.Metadata())))) {
 		return p.data, p.edels, nil
 	}
 	// Files of another epoch's failed attempt stay where they are: their
@@ -315,7 +327,7 @@ func (t *Table) epochFiles(ctx context.Context, base *table.Table, e Epoch, dele
 		t.removeFiles(ctx, base, append(slices.Clone(p.data), p.edels...))
 	}
 	t.state.pending = nil
-	if t.mode == DeletesPosition {
+	if byPosition(t.mode) {
 		return t.positionEpochFiles(ctx, base, e, deletes, rows)
 	}
 	if len(rows) > 0 {

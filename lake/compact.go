@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -149,7 +150,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	began := time.Now()
 	defer func() { res.Duration = time.Since(began) }()
 	held := false
-	if t.mode == DeletesPosition {
+	if byPosition(t.mode) {
 		// Epochs write position deletes into the files this run rewrites;
 		// one landing while it runs would be lost with the old file (the
 		// run is dropped then, see restage). So the run holds the commit
@@ -182,7 +183,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		groups []table.CompactionTaskGroup
 		merges []posMerge
 	)
-	if t.mode == DeletesPosition && !hasEqualityDeletes(tasks) {
+	if byPosition(t.mode) && !hasEqualityDeletes(tasks) {
 		fsys, err := base.FS(ctx)
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %w", t.ID, err)
@@ -601,6 +602,26 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		return nil, 0, fmt.Errorf("compact %s: stage the rewrite: %w", t.ID, err)
 	}
 	return tx, removed, nil
+}
+
+// positionDeleteCount is the number of position deletes the snapshot's
+// summary counts (-1 when it does not say).
+func positionDeleteCount(s *table.Snapshot) int64 {
+	if s == nil {
+		return 0
+	}
+	if s.Summary == nil {
+		return -1
+	}
+	v, ok := s.Summary.Properties["total-position-deletes"]
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // mayHavePositionDeletes is false when the snapshot's summary says it has

@@ -65,8 +65,9 @@ const PropDeletes = "cdcsync.deletes"
 
 // deletesMode returns the table's mode as its properties record it.
 func deletesMode(tbl *table.Table) string {
-	if tbl.Properties()[PropDeletes] == DeletesPosition {
-		return DeletesPosition
+	switch m := tbl.Properties()[PropDeletes]; m {
+	case DeletesPosition, DeletesDV:
+		return m
 	}
 	return DeletesEquality
 }
@@ -498,7 +499,8 @@ func (t *Table) positionEpochFiles(ctx context.Context, base *table.Table, e Epo
 			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}
 	}
-	if dels, err = t.writePositionDeletes(ctx, base, targets); err != nil {
+	var superseded []iceberg.DataFile
+	if dels, superseded, err = t.writeTargets(ctx, base, targets); err != nil {
 		t.removeFiles(ctx, base, data)
 		return nil, nil, err
 	}
@@ -506,8 +508,23 @@ func (t *Table) positionEpochFiles(ctx context.Context, base *table.Table, e Epo
 		keys = [][]byte{} // marks the pending files as position mode's
 	}
 	t.state.pending = &pendingFiles{epoch: e, rows: len(rows), dels: len(deletes), data: data, edels: dels,
-		base: snapshotID(head(base.Metadata(), refOf(base.Metadata()))), keys: keys, locs: locs}
+		superseded: superseded, base: snapshotID(head(base.Metadata(), refOf(base.Metadata()))), keys: keys, locs: locs}
 	return data, dels, nil
+}
+
+// writeTargets writes deletes by position: position delete files in
+// position mode, deletion vectors in dv mode, which supersede the vectors
+// their data files have (returned for the commit to remove).
+func (t *Table) writeTargets(ctx context.Context, base *table.Table, targets []posTarget) (dels, superseded []iceberg.DataFile, err error) {
+	if t.mode != DeletesDV {
+		dels, err = t.writePositionDeletes(ctx, base, targets)
+		return dels, nil, err
+	}
+	set := newDVSet()
+	for _, tg := range targets {
+		set.add(tg)
+	}
+	return t.writeDVs(ctx, base, set)
 }
 
 // indexEpoch records a committed epoch in the key index. A failure leaves

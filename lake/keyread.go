@@ -144,8 +144,11 @@ func readPositionDeletes(ctx context.Context, fsys icebergio.IO, del iceberg.Dat
 }
 
 // eachPositionDelete calls fn with every (path, position) of the position
-// delete file del, until fn returns false.
+// delete file or deletion vector del, until fn returns false.
 func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
+	if table.IsDeletionVector(del) {
+		return eachDVDelete(fsys, del, fn)
+	}
 	f, err := fsys.Open(del.FilePath())
 	if err != nil {
 		return fmt.Errorf("open %s: %w", del.FilePath(), err)
@@ -220,11 +223,8 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 	}
 	eqKeys := map[string]map[string]struct{}{} // per equality delete file
 	for _, task := range tasks {
-		if len(task.DeletionVectorFiles) > 0 {
-			return fmt.Errorf("data file %s of %s has a deletion vector, which cdcsync's key index does not read yet", task.File.FilePath(), ts.ID)
-		}
 		deleted := map[int64]struct{}{}
-		for _, d := range task.DeleteFiles {
+		for _, d := range slices.Concat(task.DeleteFiles, task.DeletionVectorFiles) {
 			ps, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
 			if err != nil {
 				return err

@@ -32,6 +32,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -58,7 +61,9 @@ type spill struct {
 	rows  int64                  // rows in the pending data files
 	final bool                   // the commit's own rows are spilled too (a retry must not add them again)
 	cdels []iceberg.DataFile     // the position deletes of committed rows of the last commit attempt
+	csup  []iceberg.DataFile     // the deletion vectors cdels supersede (dv mode)
 	cbase int64                  // the snapshot they were looked up at
+	pdvs  *dvSet                 // dv mode: the rows of pending files that later spills deleted
 }
 
 func spillName(tbl *table.Table, id int64) string {
@@ -151,18 +156,29 @@ func (t *Table) spillRows(ctx context.Context, s *spill, deletes, rows []cdcsync
 		}
 		written = append(written, data...)
 	}
-	if t.mode != DeletesPosition && len(deletes) > 0 {
+	if !byPosition(t.mode) && len(deletes) > 0 {
 		edels, err := t.writeFiles(ctx, base, t.eqFile, deletes, nil)
 		if err != nil {
 			return fail(fmt.Errorf("write equality deletes of %s: %w", t.ID, err))
 		}
 		written = append(written, edels...)
 	}
-	pdels, err := t.writePositionDeletes(ctx, base, targets)
-	if err != nil {
-		return fail(err)
+	if t.mode == DeletesDV {
+		// A pending file may lose rows to several spills, and may have
+		// one deletion vector: they are written at the commit.
+		if s.pdvs == nil {
+			s.pdvs = newDVSet()
+		}
+		for _, tg := range targets {
+			s.pdvs.add(tg)
+		}
+	} else {
+		pdels, err := t.writePositionDeletes(ctx, base, targets)
+		if err != nil {
+			return fail(err)
+		}
+		written = append(written, pdels...)
 	}
-	written = append(written, pdels...)
 
 	b := s.store.NewBatch()
 	defer b.Close()
@@ -266,20 +282,24 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 		s.final = true
 		// The epoch it commits as: after a crash, cleanSpills keeps the
 		// files if the table has it.
-		if err := s.record(nil, pkindex.State{SnapshotID: e.Number, Complete: true}); err != nil {
+		state := pkindex.State{SnapshotID: e.Number, Complete: true}
+		if err := s.record(nil, state); err != nil {
 			return fmt.Errorf("record the commit of a spill of %s: %w", t.ID, err)
+		}
+		if err := t.dropPendingRows(ctx, s, state); err != nil {
+			return err
 		}
 	}
 	base := t.current()
 	baseID := snapshotID(head(base.Metadata(), refOf(base.Metadata())))
-	if t.mode == DeletesPosition && (s.cdels == nil || s.cbase != baseID) {
+	if byPosition(t.mode) && (s.cdels == nil || s.cbase != baseID) {
 		t.removeFiles(ctx, base, s.cdels)
 		s.cdels = nil
-		cdels, err := t.committedDeletes(ctx, base, s)
+		cdels, csup, err := t.committedDeletes(ctx, base, s)
 		if err != nil {
 			return err
 		}
-		s.cdels, s.cbase = cdels, baseID
+		s.cdels, s.csup, s.cbase = cdels, csup, baseID
 		if err := s.record(cdels, pkindex.State{SnapshotID: e.Number, Complete: true}); err != nil {
 			return fmt.Errorf("record the commit of a spill of %s: %w", t.ID, err)
 		}
@@ -297,10 +317,10 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 		}
 	}
 	dels = append(dels, s.cdels...)
-	err = t.commitFiles(ctx, tx, e, base, copying, data, dels)
+	err = t.commitFiles(ctx, tx, e, base, copying, data, dels, s.csup)
 	switch {
 	case err == nil:
-		if t.mode == DeletesPosition {
+		if byPosition(t.mode) {
 			t.indexSpill(ctx, e, s, data, baseID)
 		}
 		t.dropSpill(s)
@@ -308,6 +328,164 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 		t.abandonSpill(ctx, s)
 	}
 	return err
+}
+
+// dropPendingRows rewrites, in dv mode, each pending data file of s that
+// later spills deleted rows of (s.pdvs) without those rows, and points the
+// spill store's keys at the rows' new places. A deletion vector cannot
+// name them instead: iceberg-go's row delta refuses a vector whose data
+// file the table does not have yet, even one the same commit adds. The
+// rows of such a file are the newest of their keys but for the deleted
+// ones, so each survivor's key moves to it. Done once, before the first
+// commit attempt (under spillMu).
+func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.State) error {
+	if s.pdvs.empty() {
+		return nil
+	}
+	base := t.current()
+	w, err := t.newFileWriter(ctx, base, t.dataFile)
+	if err != nil {
+		return err
+	}
+	kc, err := newKeyColumns(base.Schema(), t.Schema)
+	if err != nil {
+		return err
+	}
+	ids := make(map[string]uint32, len(s.data))
+	for id, f := range s.data {
+		ids[f.path] = id
+	}
+	for _, path := range s.pdvs.order {
+		oldID, ok := ids[path]
+		if !ok {
+			return fmt.Errorf("a spill of %s deleted rows of %s, which is not one of its files; this is a bug", t.ID, path)
+		}
+		old := s.data[oldID]
+		gone := make([]int64, 0, s.pdvs.entries[path].bitmap.Cardinality())
+		for p := range s.pdvs.entries[path].bitmap.Positions() {
+			gone = append(gone, int64(p))
+		}
+		name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, 0, w.files.Add(1), fileSuffix(iceberg.EntryContentData))
+		newPath := w.loc.NewDataLocation(name)
+		if w.part.partitioned() {
+			newPath = w.loc.NewDataLocation(w.part.spec.PartitionToPath(old.values, w.part.schema) + "/" + name)
+		}
+		enc, err := encodePartitionTuple(old.values)
+		if err != nil {
+			return err
+		}
+		// In the file table before it exists: a crash leaves nothing.
+		b := s.store.NewBatch()
+		newID := b.AddFile(pkindex.File{Path: newPath, SpecID: int32(old.spec), Partition: enc, Live: true})
+		err = b.Commit(state)
+		b.Close()
+		if err != nil {
+			return fmt.Errorf("record a rewrite of a spilled file of %s: %w", t.ID, err)
+		}
+		df, kept, err := t.copyWithout(ctx, w, path, newPath, gone, old.values)
+		if err != nil {
+			return err
+		}
+		if err := t.movePendingKeys(ctx, w.fs, s, kc, newPath, newID, state); err != nil {
+			return err
+		}
+		for i, f := range s.files {
+			if f.FilePath() == path {
+				s.rows -= f.Count() - kept
+				s.files[i] = df
+			}
+		}
+		delete(s.data, oldID)
+		s.data[newID] = indexedFile{path: newPath, spec: old.spec, values: old.values, live: true}
+		_ = w.fs.Remove(path)
+	}
+	s.pdvs = nil
+	return nil
+}
+
+// copyWithout writes the data file at path less the rows at the positions
+// gone (ascending) to newPath, and returns the new file and its rows.
+func (t *Table) copyWithout(ctx context.Context, w *fileWriter, path, newPath string, gone []int64, values partitionRecord) (iceberg.DataFile, int64, error) {
+	in, err := w.fs.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer in.Close()
+	pf, err := file.NewParquetReader(in)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 14}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer rr.Release()
+	out, err := openParquet(w.fs, newPath, w.out.layout, w.props)
+	if err != nil {
+		return nil, 0, err
+	}
+	var off, kept int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		n := rec.NumRows()
+		cur, err := filterPositions(ctx, rec, off, gone)
+		off += n
+		if err != nil {
+			out.abort(w.fs)
+			return nil, 0, err
+		}
+		if cur == nil {
+			continue
+		}
+		kept += cur.NumRows()
+		err = out.pq.Write(cur)
+		cur.Release()
+		if err != nil {
+			out.abort(w.fs)
+			return nil, 0, fmt.Errorf("write %s: %w", newPath, err)
+		}
+	}
+	if err := rr.Err(); err != nil {
+		out.abort(w.fs)
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	df, err := w.close(out, values)
+	if err != nil {
+		out.abort(w.fs)
+		return nil, 0, err
+	}
+	return df, kept, nil
+}
+
+// movePendingKeys points the spill store's key of every row of the file at
+// path (store file id) at its place there, in bounded batches.
+func (t *Table) movePendingKeys(ctx context.Context, fsys icebergio.IO, s *spill, kc keyColumns, path string, id uint32, state pkindex.State) error {
+	b := s.store.NewBatch()
+	defer func() { b.Close() }()
+	n := 0
+	err := readFileKeys(ctx, fsys, path, kc, func(pos int64, key []byte) error {
+		b.Put(key, pkindex.Loc{File: id, Pos: pos})
+		if n++; n%spillBatch == 0 {
+			if err := b.Commit(state); err != nil {
+				return err
+			}
+			b.Close()
+			b = s.store.NewBatch()
+		}
+		return nil
+	})
+	if err == nil {
+		err = b.Commit(state)
+	}
+	if err != nil {
+		return fmt.Errorf("record the rewrite of a spilled file of %s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // record adds delete files to the store's file table, with state.
@@ -322,12 +500,12 @@ func (s *spill) record(dels []iceberg.DataFile, state pkindex.State) error {
 
 // committedDeletes writes the position deletes of the committed rows of
 // the keys the spill holds, looked up in the key index at base.
-func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spill) ([]iceberg.DataFile, error) {
+func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spill) (dels, superseded []iceberg.DataFile, err error) {
 	if t.state.keys == nil {
-		return nil, fmt.Errorf("%s records deletes by position but this process has no key index open for it; this is a bug", t.ID)
+		return nil, nil, fmt.Errorf("%s records deletes by position but this process has no key index open for it; this is a bug", t.ID)
 	}
 	if err := t.syncIndex(ctx, base); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ki := t.state.keys
 	var (
@@ -335,7 +513,21 @@ func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spil
 		keys    [][]byte
 		targets []posTarget
 	)
+	// In dv mode the deletes gather as bitmaps (a few bytes a row), with
+	// those of the pending files, and are written once: a data file may
+	// have one deletion vector.
+	var dvs *dvSet
+	if t.mode == DeletesDV {
+		dvs = s.pdvs.clone()
+	}
 	flushTargets := func() error {
+		if dvs != nil {
+			for _, tg := range targets {
+				dvs.add(tg)
+			}
+			targets = targets[:0]
+			return nil
+		}
 		files, err := t.writePositionDeletes(ctx, base, targets)
 		written = append(written, files...)
 		targets = targets[:0]
@@ -357,7 +549,7 @@ func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spil
 		}
 		return nil
 	}
-	err := s.store.Scan(func(key []byte, _ pkindex.Loc) error {
+	err = s.store.Scan(func(key []byte, _ pkindex.Loc) error {
 		keys = append(keys, append([]byte(nil), key...))
 		if len(keys) >= spillBatch {
 			return lookup()
@@ -370,11 +562,14 @@ func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spil
 	if err == nil {
 		err = flushTargets()
 	}
+	if err == nil && dvs != nil {
+		written, superseded, err = t.writeDVs(ctx, base, dvs)
+	}
 	if err != nil {
 		t.removeFiles(ctx, base, written)
-		return nil, err
+		return nil, nil, err
 	}
-	return written, nil
+	return written, superseded, nil
 }
 
 // indexSpill records a committed spilled epoch in the key index: every key

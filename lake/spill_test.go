@@ -30,7 +30,7 @@ func parquetFiles(t *testing.T, dir string) int {
 // they replace are deleted; later epochs find the spilled rows where they
 // are.
 func TestSpilledEpochCommitsWhole(t *testing.T) {
-	for _, mode := range []string{DeletesPosition, DeletesEquality} {
+	for _, mode := range []string{DeletesPosition, DeletesDV, DeletesEquality} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			e := newKVMode(t, "p", mode)
@@ -64,6 +64,9 @@ func TestSpilledEpochCommitsWhole(t *testing.T) {
 				t.Errorf("%d snapshots after the spilled epoch, want %d (one commit)", n, snaps+1)
 			}
 			e.assertModel(after)
+			if mode == DeletesDV {
+				dvFiles(t, after) // one vector a data file, none on a file of the commit
+			}
 			// The spilled rows are where the key index says.
 			e.commit(nil, keys(100, 119), "e", []int64{120, 150})
 			e.commit(nil, keys(1, 3), "f", []int64{51})

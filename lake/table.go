@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,9 @@ type tableState struct {
 	// spillMu, which a commit takes under commitMu.
 	spillMu sync.Mutex
 	spills  map[int64]*spill
+	// dvs are the live deletion vectors of a table in dv mode as of one
+	// snapshot (dv.go); under commitMu.
+	dvs *liveDVSet
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
@@ -326,6 +330,9 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	for k, v := range tableProperties {
 		props[k] = v
 	}
+	if mode == DeletesDV {
+		props["format-version"] = strconv.Itoa(dvFormatVersion)
+	}
 	tbl, err := l.cat.CreateTable(ctx, ident, sc, catalog.WithPartitionSpec(spec), catalog.WithProperties(props))
 	if err != nil {
 		return nil, fmt.Errorf("create Iceberg table %s for %s: %w", strings.Join(ident, "."), ts.ID, err)
@@ -458,7 +465,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		eqFile:   eqFile,
 		part:     part, files: l.files,
 		mode: deletesMode(tbl), spills: l.keys}
-	if t.mode == DeletesPosition && l.keys != nil {
+	if byPosition(t.mode) && l.keys != nil {
 		if err := t.attachIndex(l.keys, l.log, l.indexFault); err != nil {
 			return nil, err
 		}
@@ -474,8 +481,30 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 	if r == nil || r.Deletes == "" || r.Deletes == deletesMode(tbl) {
 		return tbl, nil
 	}
+	from := deletesMode(tbl)
+	if from == DeletesDV {
+		// Format v3 takes no position delete files, and a table's format
+		// version never goes down.
+		l.log.Warn("the table stays in dv mode: its tables[] rule asks for another, but a format v3 table cannot go back; drop the Iceberg table to have it copied again in the new mode",
+			"table", id.String(), "rule", r.Deletes)
+		return tbl, nil
+	}
 	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
 	updates := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{PropDeletes: r.Deletes})}
+	if r.Deletes == DeletesDV {
+		// A data file with a deletion vector has its position delete files
+		// ignored by readers (the vector must hold them), so the switch
+		// waits until none is left.
+		if n := positionDeleteCount(tbl.CurrentSnapshot()); n != 0 {
+			l.log.Warn("the table stays in its deletes mode: its tables[] rule asks for dv, which needs a table without position delete files; "+
+				"compact them away with `cdcsync compact --force "+id.String()+"` and restart",
+				"table", id.String(), "mode", from, "position_deletes", n)
+			return tbl, nil
+		}
+		if tbl.Metadata().Version() < dvFormatVersion {
+			updates = append(updates, table.NewUpgradeFormatVersionUpdate(dvFormatVersion))
+		}
+	}
 	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
 		return nil, fmt.Errorf("switch %s to %s deletes (its tables[] rule sets deletes: %s): %w", id, r.Deletes, r.Deletes, err)
 	}
@@ -484,7 +513,7 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
 	}
 	l.log.Info("switched the table's deletes mode, as its tables[] rule asks; its older deletes stay until compaction clears them",
-		"table", id.String(), "from", deletesMode(tbl), "to", r.Deletes)
+		"table", id.String(), "from", from, "to", r.Deletes, "format_version", fresh.Metadata().Version())
 	return fresh, nil
 }
 

@@ -223,9 +223,9 @@ func (v *VerifyView) Touched(ctx context.Context, id cdcsync.TableID, ts *cdcsyn
 			}
 		}
 	}
-	if len(posFiles) > 0 || deletesMode(tbl) == DeletesPosition {
-		// Position mode: the keys of the rows the commit added, and of
-		// those it deleted by position (read from the files they were in).
+	if len(posFiles) > 0 || byPosition(deletesMode(tbl)) {
+		// Position and dv modes: the keys of the rows the commit added, and
+		// of those it deleted by position (read from the files they were in).
 		keys, err := positionTouched(ctx, fsys, tbl, ts, added, posFiles)
 		if err != nil {
 			return nil, false, fmt.Errorf("read the changes of %s at snapshot %d: %w", id, snapshot, err)

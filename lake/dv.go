@@ -1,0 +1,248 @@
+package lake
+
+// Deletion vectors (deletes.mode: dv).
+//
+// A table in dv mode is an Iceberg format v3 table that records an update or
+// delete like position mode does (through the key index), but as a deletion
+// vector: a bitmap of the deleted positions of one data file, stored as a
+// blob of a Puffin file. An epoch writes one Puffin file, whatever the
+// number of data files and partitions its deletes touch (position mode
+// writes a delete file per partition, the cost that dominates an epoch of a
+// finely partitioned table, issue 23).
+//
+// The v3 spec allows one live deletion vector per data file. A data file
+// that already has one gets a new vector holding the old positions and the
+// new ones, and the commit removes the old vector (RowDelta.RemoveDeletes),
+// so the live vectors of the snapshot an epoch is written on must be known:
+// liveDVs reads them from its delete manifests, and keeps them per table
+// while only this process's epochs commit.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
+)
+
+// DeletesDV is the deletes mode that writes deletion vectors (format v3).
+const DeletesDV = "dv"
+
+// dvFormatVersion is the Iceberg format version deletion vectors need.
+const dvFormatVersion = 3
+
+// byPosition reports whether the mode deletes rows by position, through the
+// key index: position and dv.
+func byPosition(mode string) bool { return mode == DeletesPosition || mode == DeletesDV }
+
+// dvSet collects positions to delete, by data file, as bitmaps.
+type dvSet struct {
+	entries map[string]*dvEntry
+	order   []string // paths in the order first added
+}
+
+type dvEntry struct {
+	bitmap *dv.RoaringPositionBitmap
+	spec   int
+	values partitionRecord
+}
+
+func newDVSet() *dvSet { return &dvSet{entries: map[string]*dvEntry{}} }
+
+func (s *dvSet) add(tg posTarget) {
+	e := s.entries[tg.path]
+	if e == nil {
+		e = &dvEntry{bitmap: dv.NewRoaringPositionBitmap(), spec: tg.spec, values: tg.values}
+		s.entries[tg.path] = e
+		s.order = append(s.order, tg.path)
+	}
+	e.bitmap.Set(uint64(tg.pos))
+}
+
+func (s *dvSet) empty() bool { return s == nil || len(s.order) == 0 }
+
+// clone returns a copy of s whose bitmaps can grow without changing s.
+func (s *dvSet) clone() *dvSet {
+	c := newDVSet()
+	if s == nil {
+		return c
+	}
+	for _, p := range s.order {
+		e := s.entries[p]
+		bm := dv.NewRoaringPositionBitmap()
+		bm.Or(e.bitmap)
+		c.entries[p] = &dvEntry{bitmap: bm, spec: e.spec, values: e.values}
+		c.order = append(c.order, p)
+	}
+	return c
+}
+
+// liveDVSet is the live deletion vectors of one snapshot, by the path of the
+// data file each names.
+type liveDVSet struct {
+	snap   int64
+	byPath map[string]iceberg.DataFile
+}
+
+// liveDVs returns the live deletion vectors of tbl's head (on the ref epochs
+// commit to), by data file path. Under commitMu.
+func (t *Table) liveDVs(ctx context.Context, tbl *table.Table) (map[string]iceberg.DataFile, error) {
+	meta := tbl.Metadata()
+	snap := head(meta, refOf(meta))
+	if c := t.state.dvs; c != nil && c.snap == snapshotID(snap) {
+		return c.byPath, nil
+	}
+	byPath := map[string]iceberg.DataFile{}
+	if snap != nil {
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mfs, err := snap.Manifests(fsys)
+		if err != nil {
+			return nil, fmt.Errorf("read the manifests of %s: %w", t.ID, err)
+		}
+		for _, mf := range mfs {
+			if mf.ManifestContent() != iceberg.ManifestContentDeletes {
+				continue
+			}
+			for e, err := range mf.Entries(fsys, true) {
+				if err != nil {
+					return nil, fmt.Errorf("read the delete manifests of %s: %w", t.ID, err)
+				}
+				df := e.DataFile()
+				if ref := df.ReferencedDataFile(); table.IsDeletionVector(df) && ref != nil {
+					byPath[*ref] = df
+				}
+			}
+		}
+	}
+	t.state.dvs = &liveDVSet{snap: snapshotID(snap), byPath: byPath}
+	return byPath, nil
+}
+
+// advanceDVs follows an epoch commit of dels on base in the cache of live
+// deletion vectors (each new vector replaces the one its data file had);
+// any other change of the table drops the cache. Under commitMu.
+func (t *Table) advanceDVs(base *table.Table, dels []iceberg.DataFile) {
+	c := t.state.dvs
+	if c == nil {
+		return
+	}
+	if c.snap != snapshotID(head(base.Metadata(), refOf(base.Metadata()))) {
+		t.state.dvs = nil
+		return
+	}
+	for _, d := range dels {
+		if ref := d.ReferencedDataFile(); table.IsDeletionVector(d) && ref != nil {
+			c.byPath[*ref] = d
+		}
+	}
+	cur := t.current().Metadata()
+	h := head(cur, refOf(cur))
+	if h == nil || h.ParentSnapshotID == nil || *h.ParentSnapshotID != c.snap {
+		t.state.dvs = nil // not our commit on top of base
+		return
+	}
+	c.snap = h.SnapshotID
+}
+
+// writeDVs writes the positions of set, each data file's merged with the
+// live deletion vector it has in tbl, as one Puffin file, and returns its
+// deletion vectors and the live ones they supersede (for the commit to
+// remove).
+func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (added, superseded []iceberg.DataFile, err error) {
+	if set.empty() {
+		return nil, nil, nil
+	}
+	live, err := t.liveDVs(ctx, tbl)
+	if err != nil {
+		return nil, nil, err
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, nil, fmt.Errorf("the file IO of %s cannot write files", t.ID)
+	}
+	meta := tbl.Metadata()
+	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	// The old vectors, read one Puffin file at a time.
+	byFile := map[string][]iceberg.DataFile{}
+	for _, p := range set.order {
+		if old, ok := live[p]; ok {
+			byFile[old.FilePath()] = append(byFile[old.FilePath()], old)
+			superseded = append(superseded, old)
+		}
+	}
+	for file, olds := range byFile {
+		bms, err := dv.ReadDVs(fsys, olds)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the deletion vectors of %s in %s: %w", t.ID, file, err)
+		}
+		for i, old := range olds {
+			pd, err := partitionData(meta, int(old.SpecID()), old)
+			if err != nil {
+				return nil, nil, err
+			}
+			w.Load(*old.ReferencedDataFile(), bms[i], old.SpecID(), pd)
+		}
+	}
+	for _, p := range set.order {
+		e := set.entries[p]
+		spec := meta.PartitionSpecByID(e.spec)
+		if spec == nil {
+			return nil, nil, fmt.Errorf("data file %s of %s names partition spec %d, which the table does not have", p, t.ID, e.spec)
+		}
+		pd := make(map[int]any, len(e.values))
+		for i, f := range spec.Fields() {
+			if i < len(e.values) {
+				pd[f.FieldID] = e.values[i]
+			}
+		}
+		w.Load(p, e.bitmap, int32(e.spec), pd)
+	}
+	loc, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
+	}
+	path := loc.NewDataLocation(uuid.NewString() + "-dv.puffin")
+	if added, err = w.Flush(ctx, path); err != nil {
+		_ = wfs.Remove(path)
+		return nil, nil, fmt.Errorf("write the deletion vectors of %s: %w", t.ID, err)
+	}
+	return added, superseded, nil
+}
+
+// partitionData is a delete file's partition record keyed by partition
+// field id, as the deletion vector writer takes it.
+func partitionData(meta table.Metadata, specID int, df iceberg.DataFile) (map[int]any, error) {
+	if meta.PartitionSpecByID(specID) == nil {
+		return nil, fmt.Errorf("delete file %s names partition spec %d, which the table does not have", df.FilePath(), specID)
+	}
+	return df.Partition(), nil
+}
+
+// eachDVDelete calls fn with the data file and every position of the
+// deletion vector del, until fn returns false.
+func eachDVDelete(fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
+	ref := del.ReferencedDataFile()
+	if ref == nil {
+		return fmt.Errorf("deletion vector in %s names no data file", del.FilePath())
+	}
+	bm, err := dv.ReadDV(fsys, del)
+	if err != nil {
+		return fmt.Errorf("read the deletion vector of %s in %s: %w", *ref, del.FilePath(), err)
+	}
+	for p := range bm.Positions() {
+		if !fn(*ref, int64(p)) {
+			return nil
+		}
+	}
+	return nil
+}

@@ -71,8 +71,12 @@ func checkPyiceberg(t *testing.T, m *engineManifest, req engineRequest, runs []*
 			if pt.MetadataLocation != et.MetadataLocation {
 				t.Errorf("pyiceberg: %s metadata %s, cdcsync's catalog %s", name, pt.MetadataLocation, et.MetadataLocation)
 			}
-			if pt.FormatVersion != 2 {
-				t.Errorf("pyiceberg: %s format version %d, want 2", name, pt.FormatVersion)
+			want := 2
+			if r.e.cfg.Deletes.Mode == "dv" {
+				want = 3
+			}
+			if pt.FormatVersion != want {
+				t.Errorf("pyiceberg: %s format version %d, want %d", name, pt.FormatVersion, want)
 			}
 			ts := engineMySQLSchema(t, r.e.server, r.e.dbName, et.Table)
 			var pk []int
@@ -89,8 +93,9 @@ func checkPyiceberg(t *testing.T, m *engineManifest, req engineRequest, runs []*
 			if pt.Summary["cdcsync.pipeline"] != r.e.cfg.Pipeline || !strings.Contains(pt.Summary["cdcsync.position"], `"flavor":"mariadb"`) {
 				t.Errorf("pyiceberg: %s current snapshot summary lacks cdcsync's pipeline and position: %v", name, pt.Summary)
 			}
-			// Position mode (the default): position deletes only, which
-			// pyiceberg applies; its rows are compared in TestEngines.
+			// Position mode (the default) and dv mode: position deletes
+			// (or deletion vectors) only, which pyiceberg applies; its rows
+			// are compared in TestEngines.
 			if pt.DeleteFiles == 0 || fmt.Sprint(pt.EqualityIDs) != "[[]]" {
 				t.Errorf("pyiceberg: %s has %d delete files with equality ids %v, want position deletes only", name, pt.DeleteFiles, pt.EqualityIDs)
 			}

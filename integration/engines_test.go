@@ -339,9 +339,10 @@ func TestEngines(t *testing.T) {
 	start := time.Now()
 	runs := []*engineRun{
 		newEngineRun(t, "it_eng_local", envOptions{epoch: spillEpoch}, "cdcsync"),
-		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true}, "lake_s3"),
+		// Tables in dv mode (format v3, deletion vectors).
+		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true, deletesMode: "dv", epoch: spillEpoch}, "lake_s3"),
 		// Tables in equality mode (those of earlier versions, or chosen):
-		// every engine but pyiceberg reads both modes.
+		// every engine but pyiceberg reads them.
 		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality", epoch: spillEpoch}, "lake_pg"),
 	}
 	t.Run("cdcsync", func(t *testing.T) {

@@ -434,10 +434,12 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 			}
 		}
 		tk.EqualityDeleteFiles = eq
-		for _, l := range [][]iceberg.DataFile{tk.DeleteFiles, tk.DeletionVectorFiles} {
-			for _, d := range l {
-				p.deletes[d.FilePath()] = d.Count()
-			}
+		for _, d := range tk.DeleteFiles {
+			p.deletes[d.FilePath()] = d.Count()
+		}
+		for _, d := range tk.DeletionVectorFiles {
+			// One Puffin file holds the vectors of many data files.
+			p.deletes[d.FilePath()+"\x00"+tk.File.FilePath()] = d.Count()
 		}
 		p.tasks = append(p.tasks, tk)
 		p.carries = append(p.carries, len(eq)+len(tk.DeleteFiles)+len(tk.DeletionVectorFiles) > 0)
@@ -563,8 +565,13 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	rw := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction", SummaryMaintenanceRun: runID})
 	seen := map[string]bool{}
 	drop := func(f iceberg.DataFile) {
-		if !seen[f.FilePath()] {
-			seen[f.FilePath()] = true
+		// The deletion vectors of a Puffin file share its path.
+		k := f.FilePath()
+		if ref := f.ReferencedDataFile(); ref != nil {
+			k += "\x00" + *ref
+		}
+		if !seen[k] {
+			seen[k] = true
 			rw.DeleteFile(f)
 		}
 	}

@@ -37,6 +37,34 @@ func dvFiles(t *testing.T, tbl *table.Table) (dvs int, puffins map[string]bool) 
 			puffins[d.FilePath()] = true
 		}
 	}
+	// No live vector names a data file the table no longer has.
+	live := map[string]bool{}
+	for _, tk := range tasks {
+		live[tk.File.FilePath()] = true
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tbl.CurrentSnapshot(); s != nil {
+		mfs, err := s.Manifests(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.ManifestContent() != iceberg.ManifestContentDeletes {
+				continue
+			}
+			for e, err := range mf.Entries(fsys, true) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ref := e.DataFile().ReferencedDataFile(); ref != nil && !live[*ref] {
+					t.Fatalf("a live deletion vector in %s names %s, which the table no longer has", e.DataFile().FilePath(), *ref)
+				}
+			}
+		}
+	}
 	return dvs, puffins
 }
 
@@ -109,7 +137,7 @@ func TestDVModeEpochs(t *testing.T) {
 
 // addedDeleteFiles returns the paths of the delete files (a Puffin file
 // counts once) that the snapshots after from added.
-func addedDeleteFiles(t *testing.T, tbl *table.Table, from int64) map[string]bool {
+func addedDeleteFiles(t testing.TB, tbl *table.Table, from int64) map[string]bool {
 	t.Helper()
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {

@@ -72,7 +72,7 @@ func main() {
 	flag.StringVar(&o.pprofDir, "pprof", "", "save CPU and allocation profiles of the daemon's copy, catch-up and each freshness rate (fresh-RATE) here")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 30, "length of each CPU profile")
 	flag.StringVar(&o.extraConfig, "extra-config", "", "YAML appended to cdcsync's configuration, e.g. 'maintenance: {enabled: false}'")
-	flag.StringVar(&o.deletesMode, "deletes", "", "deletes.mode of the bench table: position or equality (default: cdcsync's default, position)")
+	flag.StringVar(&o.deletesMode, "deletes", "", "deletes.mode of the bench table: position, dv or equality (default: cdcsync's default, position)")
 	flag.Int64Var(&o.hugeTxn, "huge-txn", 0, "after the catch-up, one UPDATE of this many rows of bench.t as a single transaction, mirrored by a fresh daemon (0: no such phase); with --extra-config 'memory_limit: 512MiB' it shows the bound")
 	flag.StringVar(&o.partition, "partition", "", `partition bench.t, e.g. "day(created_at), bucket(8, id)": the harness runs twice, unpartitioned and then partitioned, and compares the two`)
 	flag.Parse()

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -87,6 +88,21 @@ func TestCrashRecovery(t *testing.T) {
 	e.waitCaughtUp(p, 3*time.Minute)
 	for _, tbl := range mirroredTables {
 		e.assertMirrors(tbl)
+	}
+	// events took its rows' deletes as deletion vectors.
+	lk := e.openLake()
+	ev, err := lk.LoadTable(context.Background(), lk.Identifier(dbName, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvs := false
+	for _, s := range ev.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties["added-position-deletes"] != "" && s.Summary.Properties["added-position-deletes"] != "0" {
+			dvs = true
+		}
+	}
+	if v := ev.Metadata().Version(); v != 3 || !dvs {
+		t.Errorf("events is format v%d and deletion vectors in its snapshots: %v; want v3 (dv mode) with some", v, dvs)
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; output:\n%s", code, p.output())

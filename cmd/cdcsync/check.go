@@ -153,7 +153,7 @@ func checkKeyIndex(cfg *config.Config, report func(ok, warn bool, check, msg str
 		}
 		p = parent
 	}
-	report(true, false, "key index", fmt.Sprintf("the key index of position-mode tables (deletes.mode: %s by default) goes to %s", cfg.Deletes.Mode, dir))
+	report(true, false, "key index", fmt.Sprintf("the key index of position- and dv-mode tables (deletes.mode: %s by default) goes to %s", cfg.Deletes.Mode, dir))
 }
 
 // checkPartitions reports, for every selected table with a partition
@@ -182,8 +182,23 @@ func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn,
 			report(false, true, "partitions", err.Error())
 			continue
 		}
-		report(true, est.Warn(), "partitions", est.String())
+		mode := cfg.Deletes.Mode
+		if r.Deletes != "" {
+			mode = r.Deletes
+		}
+		report(true, est.Warn(), "partitions", partitionAdvice(est, mode))
 	}
+}
+
+// partitionAdvice is check's message about a table's layout in deletes
+// mode mode: position mode writes a delete file per partition an epoch's
+// updates touch, dv mode one file an epoch.
+func partitionAdvice(est capture.PartitionEstimate, mode string) string {
+	msg := est.String()
+	if est.Warn() && mode == config.DeletesPosition {
+		msg += "; in position mode (deletes.mode) its updates also write a delete file per partition they touch: deletes: dv (Iceberg format v3) writes an epoch's deletes as one file"
+	}
+	return msg
 }
 
 // checkPositions reports whether the server still has the binlog after

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/config"
 )
 
@@ -32,5 +34,26 @@ func TestCheckKeyIndex(t *testing.T) {
 		if ok != tc.ok || !strings.Contains(got, tc.want) {
 			t.Errorf("index_dir %s: ok %v %q; want %v and %q", tc.indexDir, ok, got, tc.ok, tc.want)
 		}
+	}
+}
+
+// TestPartitionAdviceNamesDV: a layout that writes thousands of files an
+// epoch points a position-mode table at dv mode, whose deletes are one file
+// an epoch; a dv or equality table, or a layout that warns of nothing, gets
+// no such advice.
+func TestPartitionAdviceNamesDV(t *testing.T) {
+	fine := capture.PartitionEstimate{Table: cdcsync.TableID{Database: "shop", Table: "orders"}, Rows: 1_000_000, Partitions: 29_000, PerEpoch: 8_000}
+	if msg := partitionAdvice(fine, config.DeletesPosition); !strings.Contains(msg, "deletes: dv") {
+		t.Errorf("position mode, fine layout: no dv advice:\n%s", msg)
+	}
+	for _, mode := range []string{config.DeletesDV, config.DeletesEquality} {
+		if msg := partitionAdvice(fine, mode); strings.Contains(msg, "deletes: dv") {
+			t.Errorf("%s mode: dv advice:\n%s", mode, msg)
+		}
+	}
+	coarse := fine
+	coarse.Partitions, coarse.PerEpoch = 120, 120
+	if msg := partitionAdvice(coarse, config.DeletesPosition); strings.Contains(msg, "deletes: dv") {
+		t.Errorf("a coarse layout gets dv advice:\n%s", msg)
 	}
 }

@@ -99,18 +99,28 @@ func (w *lakeWatcher) tableFiles(ctx context.Context) (scanStats, error) {
 		}
 		for _, group := range [][]iceberg.DataFile{tk.DeleteFiles, tk.EqualityDeleteFiles, tk.DeletionVectorFiles} {
 			for _, f := range group {
-				dels[f.FilePath()] = f
+				// The deletion vectors of one Puffin file share its path.
+				k := f.FilePath()
+				if ref := f.ReferencedDataFile(); ref != nil {
+					k += "\x00" + *ref
+				}
+				dels[k] = f
 			}
 		}
 	}
+	files := map[string]bool{}
 	for _, f := range dels {
+		st.DeleteRecords += f.Count()
+		if files[f.FilePath()] {
+			continue
+		}
+		files[f.FilePath()] = true
 		if f.ContentType() == iceberg.EntryContentEqDeletes {
 			st.EqDeleteFiles++
 		}
-		st.DeleteRecords += f.Count()
 		bytes += f.FileSizeBytes()
 	}
-	st.DataFiles, st.DeleteFiles = len(data), len(dels)
+	st.DataFiles, st.DeleteFiles = len(data), len(files)
 	st.FilesMiB = float64(bytes) / mib
 	return st, nil
 }

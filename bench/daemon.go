@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
@@ -359,6 +362,10 @@ func fetch(c *http.Client, url, path string) error {
 type lakeWatcher struct {
 	lk  *lake.Lake
 	cfg *config.Config
+	// deleteFiles caches, by snapshot, the delete files a format v3
+	// snapshot added: its summary counts each deletion vector, and the
+	// vectors of an epoch share one Puffin file.
+	deleteFiles map[int64]int64
 }
 
 func openLake(cfgPath string) (*lakeWatcher, error) {
@@ -450,11 +457,51 @@ func (w *lakeWatcher) commits() ([]snapshotCommit, error) {
 		if err != nil {
 			return nil, err
 		}
-		files := summaryInt(s.Summary.Properties, "added-data-files") + summaryInt(s.Summary.Properties, "added-delete-files")
+		dels := summaryInt(s.Summary.Properties, "added-delete-files")
+		if dels > 0 && tbl.Metadata().Version() >= 3 {
+			if dels, err = w.addedDeleteFiles(tbl, &s); err != nil {
+				return nil, err
+			}
+		}
+		files := summaryInt(s.Summary.Properties, "added-data-files") + dels
 		out = append(out, snapshotCommit{at: time.UnixMilli(s.TimestampMs), seq: seq, files: files})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out, nil
+}
+
+// addedDeleteFiles counts the distinct delete files snapshot s added.
+func (w *lakeWatcher) addedDeleteFiles(tbl *table.Table, s *table.Snapshot) (int64, error) {
+	if n, ok := w.deleteFiles[s.SnapshotID]; ok {
+		return n, nil
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	mfs, err := s.Manifests(fsys)
+	if err != nil {
+		return 0, err
+	}
+	paths := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.ManifestContent() != iceberg.ManifestContentDeletes || mf.SnapshotID() != s.SnapshotID {
+			continue
+		}
+		for e, err := range mf.Entries(fsys, true) {
+			if err != nil {
+				return 0, err
+			}
+			if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == s.SnapshotID {
+				paths[e.DataFile().FilePath()] = true
+			}
+		}
+	}
+	if w.deleteFiles == nil {
+		w.deleteFiles = map[int64]int64{}
+	}
+	w.deleteFiles[s.SnapshotID] = int64(len(paths))
+	return int64(len(paths)), nil
 }
 
 func summaryInt(p map[string]string, k string) int64 {

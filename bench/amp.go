@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lake"
 )
 
 // readAmp is the read amplification phase: the full scan of the table with
@@ -34,8 +36,13 @@ type readAmp struct {
 	Ratio          float64   `json:"ratio"` // best scan before / best scan after
 	CompactSeconds float64   `json:"compact_seconds"`
 	CompactOutput  string    `json:"compact_output"`
-	Note           string    `json:"note,omitempty"`  // a row count that does not match
-	Error          string    `json:"error,omitempty"` // the phase failed here
+	// Snapshots are the scans at every snapshot of the phase, with
+	// --amp-maintained: the read amplification a reader sees with
+	// maintenance on, snapshot by snapshot rather than time-weighted.
+	Snapshots    []snapshotScan `json:"snapshots,omitempty"`
+	MaxSnapRatio float64        `json:"max_snapshot_ratio,omitempty"`
+	Note         string         `json:"note,omitempty"`  // a row count that does not match
+	Error        string         `json:"error,omitempty"` // the phase failed here
 }
 
 // scanStats describes the table's current snapshot as a scan reads it, and
@@ -229,6 +236,8 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 	ctx := context.Background()
 	cfgPath := e.cfgPath
 	switch {
+	case o.ampMaintained && e.watcher.cfg.Maintenance.Enabled:
+		ra.Maintenance = "on (--amp-maintained): every snapshot of the phase is scanned"
 	case o.ampEpochs == 0 && e.watcher.cfg.Maintenance.Enabled:
 		ra.Maintenance = "on during the freshness runs, whose epochs are all this phase scans: in-process compaction may have removed delete files"
 	case !e.watcher.cfg.Maintenance.Enabled:
@@ -285,6 +294,12 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 				ra.Epochs++
 			}
 		}
+		if o.ampMaintained {
+			logf("read amplification: scanning every snapshot of the phase")
+			if ra.Snapshots, err = e.watcher.scanSnapshots(ctx, from, drained); err != nil {
+				return ra, err
+			}
+		}
 	}
 	if r, err := e.conn.Execute("SELECT COUNT(*) FROM " + benchDB + "." + benchTable); err == nil {
 		ra.MySQLRows, _ = r.GetInt(0, 0)
@@ -315,6 +330,21 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 	}
 	logf("read amplification: after compaction %d data files, %d delete files: best scan %.2f s (%d rows); ratio %.2f",
 		after.DataFiles, after.DeleteFiles, after.Seconds, after.Rows, ra.Ratio)
+	if after.Seconds > 0 && after.Rows > 0 {
+		// Per live row, so that the rows the load inserted meanwhile do
+		// not count as amplification.
+		base := after.Seconds / float64(after.Rows)
+		for i := range ra.Snapshots {
+			sn := &ra.Snapshots[i]
+			if sn.Rows > 0 {
+				sn.Ratio = sn.Seconds / float64(sn.Rows) / base
+				ra.MaxSnapRatio = max(ra.MaxSnapRatio, sn.Ratio)
+			}
+		}
+		if len(ra.Snapshots) > 0 {
+			logf("read amplification: %d snapshots scanned, the most amplified read %.2fx the compacted table per row", len(ra.Snapshots), ra.MaxSnapRatio)
+		}
+	}
 	switch {
 	case before.Rows != after.Rows:
 		ra.Note = fmt.Sprintf("the scan returned %d rows before compaction and %d after", before.Rows, after.Rows)
@@ -325,4 +355,78 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 		logf("read amplification: %s", ra.Note)
 	}
 	return ra, nil
+}
+
+// snapshotScan is the scan of the table at one snapshot.
+type snapshotScan struct {
+	ID          int64   `json:"id"`
+	Operation   string  `json:"operation"`   // append, overwrite (epochs), replace (compaction)
+	Maintenance string  `json:"maintenance"` // cdcsync.maintenance of the snapshot, if any
+	DataFiles   int     `json:"data_files"`
+	DeleteFiles int     `json:"delete_files"`
+	Rows        int64   `json:"rows"`
+	Seconds     float64 `json:"seconds"` // best of two
+	Ratio       float64 `json:"ratio"`   // seconds per row against the compacted table's
+}
+
+// scanSnapshots scans the table at every snapshot made in [from, to]
+// (best of two each).
+func (w *lakeWatcher) scanSnapshots(ctx context.Context, from, to time.Time) ([]snapshotScan, error) {
+	ctx = w.lk.Scope(ctx)
+	tbl, err := w.lk.LoadTable(ctx, w.lk.Identifier(benchDB, benchTable))
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshotScan
+	for _, s := range tbl.Metadata().Snapshots() {
+		at := time.UnixMilli(s.TimestampMs)
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		sc := snapshotScan{ID: s.SnapshotID}
+		if s.Summary != nil {
+			sc.Operation = string(s.Summary.Operation)
+			sc.Maintenance = s.Summary.Properties[lake.SummaryMaintenance]
+		}
+		tasks, err := tbl.Scan(table.WithSnapshotID(s.SnapshotID)).PlanFiles(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("plan a scan at snapshot %d: %w", s.SnapshotID, err)
+		}
+		dels := map[string]bool{}
+		for _, tk := range tasks {
+			sc.DataFiles++
+			for _, group := range [][]iceberg.DataFile{tk.DeleteFiles, tk.EqualityDeleteFiles, tk.DeletionVectorFiles} {
+				for _, f := range group {
+					dels[f.FilePath()] = true
+				}
+			}
+		}
+		sc.DeleteFiles = len(dels)
+		for i := 0; i < 2; i++ {
+			runtime.GC()
+			t0 := time.Now()
+			var rows int64
+			scan := tbl.Scan(table.WithSnapshotID(s.SnapshotID))
+			_, recs, err := scan.ToArrowRecords(ctx)
+			if err != nil {
+				scan.Close()
+				return nil, fmt.Errorf("scan at snapshot %d: %w", s.SnapshotID, err)
+			}
+			for rec, err := range recs {
+				if err != nil {
+					scan.Close()
+					return nil, fmt.Errorf("scan at snapshot %d: %w", s.SnapshotID, err)
+				}
+				rows += rec.NumRows()
+				rec.Release()
+			}
+			scan.Close()
+			if sec := time.Since(t0).Seconds(); i == 0 || sec < sc.Seconds {
+				sc.Seconds = sec
+			}
+			sc.Rows = rows
+		}
+		out = append(out, sc)
+	}
+	return out, nil
 }

@@ -42,6 +42,7 @@ type options struct {
 	ampEpochs      int
 	ampRate        int
 	scans          int
+	ampMaintained  bool
 	out, warehouse string
 	quick, keep    bool
 	pprofDir       string
@@ -65,6 +66,7 @@ func main() {
 	flag.IntVar(&o.ampEpochs, "amp-epochs", 20, "read amplification: epochs of upserts written before the scan (0: none, scan what the freshness runs left)")
 	flag.IntVar(&o.ampRate, "amp-rate", 10_000, "read amplification: offered row changes per second while those epochs are written")
 	flag.IntVar(&o.scans, "scans", 3, "read amplification: full scans before and after compaction (the best counts)")
+	flag.BoolVar(&o.ampMaintained, "amp-maintained", false, "read amplification: keep in-process maintenance on while the epochs are written, and scan the table at every snapshot they and the maintenance made")
 	flag.StringVar(&o.out, "out", "", "write the summary as markdown to this file, and as JSON beside it (.json)")
 	flag.StringVar(&o.warehouse, "warehouse", "local", "local (a directory) or minio (S3 on a MinIO the harness starts)")
 	flag.BoolVar(&o.quick, "quick", false, "smoke run: 100k rows and changes, 15 s per freshness rate, 6 read amplification epochs")
@@ -298,7 +300,7 @@ func run(o options) (*results, error) {
 	res.Source = gitState()
 	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "deletes": o.deletesMode, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
 		"duration": o.duration.String(), "interval": o.interval.String(), "warehouse": o.warehouse, "pprof": o.pprofDir != "",
-		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "scans": o.scans, "huge_txn": o.hugeTxn}
+		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "amp_maintained": o.ampMaintained, "scans": o.scans, "huge_txn": o.hugeTxn}
 	dir, err := os.MkdirTemp("", "cdcsync-bench-")
 	if err != nil {
 		return nil, err
@@ -873,6 +875,19 @@ func markdown(r *results) string {
 	if a.After.Seconds > 0 {
 		w("| Read amplification: the same scan after `cdcsync compact` (%.1f s) | best of %d: %.2f s for %d rows (%.2f CPU-s; plan %.2f s); %s | %.2f s before | %.2fx |",
 			a.CompactSeconds, len(a.After.AllSeconds), a.After.Seconds, a.After.Rows, a.After.CPUSeconds, a.After.PlanSeconds, files(&a.After), a.Before.Seconds, a.Ratio)
+	}
+	if len(a.Snapshots) > 0 {
+		var epochs, others []string
+		for _, sn := range a.Snapshots {
+			cell := fmt.Sprintf("%.2f", sn.Ratio)
+			if sn.Maintenance != "" {
+				others = append(others, sn.Maintenance+" "+cell)
+			} else {
+				epochs = append(epochs, cell)
+			}
+		}
+		w("| Read amplification at every snapshot of the phase (maintenance on), per row against the compacted table | epochs: %s; maintenance: %s | | max %.2fx |",
+			strings.Join(epochs, ", "), strings.Join(others, ", "), a.MaxSnapRatio)
 	}
 	if a.Note != "" {
 		w("| Read amplification: row counts | %s | | |", a.Note)

@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -470,7 +471,7 @@ func openParquet(fs icebergio.WriteFileIO, path string, l *rowLayout, props *par
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	cw := &countingWriter{w: fw}
+	cw := &countingWriter{w: fw, buf: bufio.NewWriterSize(fw, fileBufferBytes)}
 	pq, err := pqarrow.NewFileWriter(l.schema, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		fw.Close()
@@ -489,22 +490,34 @@ func (f *openFile) abort(fs icebergio.WriteFileIO) {
 }
 
 // countingWriter counts the bytes of a file as they are written: the size
-// recorded in the manifest.
+// recorded in the manifest. It buffers them: the Parquet writer writes each
+// page and footer part on its own, and a small file of a finely partitioned
+// table is dozens of writes, each a system call on a local warehouse.
 type countingWriter struct {
 	w interface {
 		Write([]byte) (int, error)
 		Close() error
 	}
-	n int64
+	buf *bufio.Writer
+	n   int64
 }
 
+// fileBufferBytes is the write buffer of a file being written.
+const fileBufferBytes = 64 << 10
+
 func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
+	n, err := c.buf.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
-func (c *countingWriter) Close() error { return c.w.Close() }
+func (c *countingWriter) Close() error {
+	if err := c.buf.Flush(); err != nil {
+		_ = c.w.Close()
+		return err
+	}
+	return c.w.Close()
+}
 
 // parquetProps are the Parquet writer settings of a table: its compression
 // codec and, as iceberg-go (and Iceberg Java) do, the cost-based dictionary

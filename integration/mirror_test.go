@@ -107,7 +107,7 @@ func TestCLIShowsTables(t *testing.T) {
 	e.waitCaughtUp(p, time.Minute)
 
 	out, code := runCLI(t, "tables", "--config", e.cfgPath)
-	if code != 0 || !strings.Contains(out, "it_cli.people") || !strings.Contains(out, "mariadb:0-1-") {
+	if code != 0 || !strings.Contains(out, "it_cli.people") || !strings.Contains(out, "mariadb:0-1-") || !strings.Contains(out, "position") {
 		t.Fatalf("tables exited %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, "cat", "--config", e.cfgPath, "it_cli.people", "--limit", "10")

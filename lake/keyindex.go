@@ -63,6 +63,10 @@ const (
 // equality (absent: equality, the tables of earlier versions).
 const PropDeletes = "cdcsync.deletes"
 
+// DeletesMode returns how cdcsync records the updates and deletes of tbl:
+// DeletesPosition, DeletesDV or DeletesEquality.
+func DeletesMode(tbl *table.Table) string { return deletesMode(tbl) }
+
 // deletesMode returns the table's mode as its properties record it.
 func deletesMode(tbl *table.Table) string {
 	switch m := tbl.Properties()[PropDeletes]; m {

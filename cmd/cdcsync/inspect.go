@@ -34,7 +34,7 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TABLE\tSOURCE\tSTATE\tEPOCH\tCOMMITTED AT\tDATA FILES\tDELETE FILES\tPOSITION")
+	fmt.Fprintln(w, "TABLE\tSOURCE\tSTATE\tEPOCH\tCOMMITTED AT\tDELETES\tDATA FILES\tDELETE FILES\tPOSITION")
 	var stops []string // why each stopped table stopped, printed below the table
 	for _, id := range ids {
 		if len(id) == 2 && id[0] == lake.LeaseNamespace && strings.HasSuffix(id[1], "_lease") {
@@ -70,7 +70,11 @@ func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer
 		case props[lake.PropRecopy] != "":
 			state = "marked for a new copy"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), state, epoch, when, data, dels, pos)
+		mode := lake.DeletesMode(t)
+		if mode == lake.DeletesDV {
+			mode += fmt.Sprintf(" (v%d)", t.Metadata().Version())
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.Join(id, "."), orDash(t.Properties()["cdcsync.source"]), state, epoch, when, mode, data, dels, pos)
 	}
 	if err := w.Flush(); err != nil {
 		return err

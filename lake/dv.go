@@ -5,10 +5,10 @@ package lake
 // A table in dv mode is an Iceberg format v3 table that records an update or
 // delete like position mode does (through the key index), but as a deletion
 // vector: a bitmap of the deleted positions of one data file, stored as a
-// blob of a Puffin file. An epoch writes one Puffin file, whatever the
-// number of data files and partitions its deletes touch (position mode
-// writes a delete file per partition, the cost that dominates an epoch of a
-// finely partitioned table, issue 23).
+// blob of a Puffin file. An epoch writes one Puffin file per 128 data files
+// its deletes touch, whatever the partitions (position mode writes a delete
+// file per partition, the cost that dominates an epoch of a finely
+// partitioned table, issue 23).
 //
 // The v3 spec allows one live deletion vector per data file. A data file
 // that already has one gets a new vector holding the old positions and the
@@ -151,9 +151,9 @@ func (t *Table) advanceDVs(base *table.Table, dels []iceberg.DataFile) {
 }
 
 // writeDVs writes the positions of set, each data file's merged with the
-// live deletion vector it has in tbl, as one Puffin file, and returns its
-// deletion vectors and the live ones they supersede (for the commit to
-// remove).
+// live deletion vector it has in tbl, as Puffin files of at most dvsPerFile
+// vectors, and returns the vectors and the live ones they supersede (for
+// the commit to remove).
 func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (added, superseded []iceberg.DataFile, err error) {
 	if set.empty() {
 		return nil, nil, nil
@@ -170,11 +170,38 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 	if !ok {
 		return nil, nil, fmt.Errorf("the file IO of %s cannot write files", t.ID)
 	}
+	loc, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
+	}
+	for start := 0; start < len(set.order); start += dvsPerFile {
+		paths := set.order[start:min(start+dvsPerFile, len(set.order))]
+		a, s, err := t.writeDVFile(ctx, tbl, wfs, loc.NewDataLocation(uuid.NewString()+"-dv.puffin"), set, paths, live)
+		if err != nil {
+			t.removeFiles(ctx, tbl, added)
+			return nil, nil, err
+		}
+		added, superseded = append(added, a...), append(superseded, s...)
+	}
+	return added, superseded, nil
+}
+
+// dvsPerFile bounds the deletion vectors of one Puffin file. A reader that
+// reads a vector through the file's footer (iceberg-go's scans, and so its
+// compaction) parses every vector's entry each time: with an epoch's
+// thousands in one file, a compaction of a finely partitioned table spent
+// half its time there (BenchmarkCompactFinePartitions/dv).
+const dvsPerFile = 128
+
+// writeDVFile writes the vectors of the data files paths of set, each
+// merged with its live one, as the Puffin file at path.
+func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio.WriteFileIO, path string, set *dvSet, paths []string, live map[string]iceberg.DataFile) (added, superseded []iceberg.DataFile, err error) {
+	fsys := icebergio.IO(wfs)
 	meta := tbl.Metadata()
 	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
 	// The old vectors, read one Puffin file at a time.
 	byFile := map[string][]iceberg.DataFile{}
-	for _, p := range set.order {
+	for _, p := range paths {
 		if old, ok := live[p]; ok {
 			byFile[old.FilePath()] = append(byFile[old.FilePath()], old)
 			superseded = append(superseded, old)
@@ -193,7 +220,7 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 			w.Load(*old.ReferencedDataFile(), bms[i], old.SpecID(), pd)
 		}
 	}
-	for _, p := range set.order {
+	for _, p := range paths {
 		e := set.entries[p]
 		spec := meta.PartitionSpecByID(e.spec)
 		if spec == nil {
@@ -207,11 +234,6 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 		}
 		w.Load(p, e.bitmap, int32(e.spec), pd)
 	}
-	loc, err := tbl.LocationProvider()
-	if err != nil {
-		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
-	}
-	path := loc.NewDataLocation(uuid.NewString() + "-dv.puffin")
 	if added, err = w.Flush(ctx, path); err != nil {
 		_ = wfs.Remove(path)
 		return nil, nil, fmt.Errorf("write the deletion vectors of %s: %w", t.ID, err)
@@ -235,7 +257,7 @@ func eachDVDelete(fsys icebergio.IO, del iceberg.DataFile, fn func(path string, 
 	if ref == nil {
 		return fmt.Errorf("deletion vector in %s names no data file", del.FilePath())
 	}
-	bm, err := dv.ReadDV(fsys, del)
+	bm, err := readDVBlob(fsys, del)
 	if err != nil {
 		return fmt.Errorf("read the deletion vector of %s in %s: %w", *ref, del.FilePath(), err)
 	}
@@ -245,4 +267,25 @@ func eachDVDelete(fsys icebergio.IO, del iceberg.DataFile, fn func(path string, 
 		}
 	}
 	return nil
+}
+
+// readDVBlob reads the deletion vector del by the offset and length its
+// manifest entry records, as Iceberg Java does. dv.ReadDV parses the
+// Puffin file's footer first, which lists every vector of the file: read
+// for each of the vectors of an epoch, that is quadratic in them.
+func readDVBlob(fsys icebergio.IO, del iceberg.DataFile) (*dv.RoaringPositionBitmap, error) {
+	off, size := del.ContentOffset(), del.ContentSizeInBytes()
+	if off == nil || size == nil || *size < 0 || *size > 1<<30 {
+		return dv.ReadDV(fsys, del)
+	}
+	f, err := fsys.Open(del.FilePath())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, *size)
+	if _, err := f.ReadAt(buf, *off); err != nil {
+		return nil, err
+	}
+	return dv.DeserializeDV(buf, del.Count())
 }

@@ -112,15 +112,22 @@ func atoiProp(p map[string]string, k string) int64 {
 }
 
 // BenchmarkCompactFinePartitions compacts the table of issue 23 after four
-// epochs of 2,000 updates: four global deletes, retired together, so every
-// partition one of their rows belongs to (about 6,700) is rewritten. One op
-// is one Compact.
+// epochs of 2,000 updates, in each deletes mode: in equality mode four
+// global deletes, retired together, so every partition one of their rows
+// belongs to (about 6,700) is rewritten; in position and dv modes every
+// small file with deletes. One op is one Compact.
 func BenchmarkCompactFinePartitions(b *testing.B) {
+	for _, mode := range []string{DeletesEquality, DeletesPosition, DeletesDV} {
+		b.Run(mode, func(b *testing.B) { benchCompactFine(b, mode) })
+	}
+}
+
+func benchCompactFine(b *testing.B, mode string) {
 	ctx := context.Background()
 	var elapsed, cpu time.Duration
 	var res CompactResult
 	for i := 0; i < b.N; i++ {
-		f := newFineTable(b)
+		f := newFineTableMode(b, mode)
 		for e := 0; e < 4; e++ {
 			f.updateEpoch(b, 2_000)
 		}

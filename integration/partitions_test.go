@@ -247,8 +247,13 @@ func TestCrashRecoveryFinePartitions(t *testing.T) {
 	const dbName = "it_finecrash"
 	var rules strings.Builder
 	rules.WriteString("tables:")
-	for _, ft := range fineTables {
+	for i, ft := range fineTables {
 		fmt.Fprintf(&rules, "\n  - match: %s.%s\n    partition: %s", dbName, ft.name, ft.partition)
+		if i == 0 {
+			// day x bucket, the finest: deletion vectors (the others
+			// are in position mode).
+			rules.WriteString("\n    deletes: dv")
+		}
 	}
 	e := newEnv(t, dbName, envOptions{tables: rules.String(), epoch: "interval: 500ms",
 		extra: "maintenance:\n  every_epochs: 2\n  compaction:\n    delete_files: 3\n    small_file_size: 4MiB\n    target_file_size: 32MiB\n    max_bytes: 64MiB"})
@@ -295,7 +300,9 @@ func TestCrashRecoveryFinePartitions(t *testing.T) {
 	t.Logf("%d kills over %s", rounds, time.Since(start).Round(time.Second))
 
 	p := e.startLimited(bin, nofile)
+	caught := time.Now()
 	e.waitCaughtUp(p, 5*time.Minute)
+	t.Logf("the last daemon caught up in %s", time.Since(caught).Round(time.Millisecond))
 	for _, ft := range fineTables {
 		e.assertMirrors(ft.name)
 	}

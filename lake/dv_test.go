@@ -255,3 +255,42 @@ func TestSwitchToDV(t *testing.T) {
 		t.Fatalf("a dv table went to %s mode", tb3.mode)
 	}
 }
+
+// TestSwitchEqualityToDV: an equality-mode table switches to dv at once (its
+// equality deletes stay valid in v3); its rows stay right through epochs
+// of deletion vectors and a compaction that clears the equality deletes.
+func TestSwitchEqualityToDV(t *testing.T) {
+	ctx := context.Background()
+	e := newKVMode(t, "p", DeletesEquality)
+	e.commit(nil, keys(1, 100), "v0", nil)
+	e.commit(nil, keys(1, 20), "v1", []int64{30, 31})
+
+	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
+	lk := openLake(t, e.cfg)
+	tb, err := lk.EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.mode != DeletesDV || tb.current().Metadata().Version() != 3 {
+		t.Fatalf("an equality table with the rule dv is in %s mode, v%d; want dv, v3", tb.mode, tb.current().Metadata().Version())
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 8; i++ {
+		e.randomEpoch(r, tb, 120)
+		e.assertModel(tb.current())
+	}
+	o := testOpts()
+	o.Force = true
+	if _, err := tb.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(tb.current())
+	if _, eq := deleteFiles(t, tb.current()); eq != 0 {
+		t.Errorf("%d equality delete files left after a forced compaction", eq)
+	}
+	for i := 0; i < 5; i++ {
+		e.randomEpoch(r, tb, 120)
+		e.assertModel(tb.current())
+	}
+	dvFiles(t, tb.current())
+}

@@ -300,6 +300,7 @@ type Compaction struct {
 	SmallFileSize  ByteSize `yaml:"small_file_size"`  // default 32MiB: a data file below this size is small
 	TargetFileSize ByteSize `yaml:"target_file_size"` // default 128MiB: size of the rewritten files
 	MaxBytes       ByteSize `yaml:"max_bytes"`        // default 256MiB: data rewritten per epoch, across tables, at most
+	MaxFiles       int      `yaml:"max_files"`        // default 1000: data files a table's compaction rewrites per run, at most (0: no limit)
 	MaxManifests   int      `yaml:"max_manifests"`    // default 50: merge data manifests when a table has more than this many manifests
 }
 
@@ -369,6 +370,7 @@ const (
 	DefaultCompactSmallFileSize   = ByteSize(32 << 20)
 	DefaultCompactTargetFileSize  = ByteSize(128 << 20)
 	DefaultCompactMaxBytes        = ByteSize(256 << 20)
+	DefaultCompactMaxFiles        = 1000
 	DefaultCompactMaxManifests    = 50
 	DefaultSnapshotMaxAge         = time.Hour
 	DefaultSnapshotMinKeep        = 20
@@ -564,6 +566,7 @@ func (c *Config) applyDefaults() {
 	size("maintenance.compaction.small_file_size", &mc.SmallFileSize, DefaultCompactSmallFileSize)
 	size("maintenance.compaction.target_file_size", &mc.TargetFileSize, DefaultCompactTargetFileSize)
 	size("maintenance.compaction.max_bytes", &mc.MaxBytes, DefaultCompactMaxBytes)
+	num("maintenance.compaction.max_files", &mc.MaxFiles, DefaultCompactMaxFiles)
 	num("maintenance.compaction.max_manifests", &mc.MaxManifests, DefaultCompactMaxManifests)
 	dur("maintenance.snapshots.max_age", &m.Snapshots.MaxAge, DefaultSnapshotMaxAge)
 	num("maintenance.snapshots.min_keep", &m.Snapshots.MinKeep, DefaultSnapshotMinKeep)

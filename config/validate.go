@@ -507,6 +507,9 @@ func (p *problems) maintenance() {
 	case c.TargetFileSize > 0 && c.MaxBytes < c.TargetFileSize:
 		p.add("maintenance.compaction.max_bytes", "maintenance.compaction.max_bytes (%s) must be at least target_file_size (%s), or a run could not rewrite one full file", c.MaxBytes, c.TargetFileSize)
 	}
+	if c.MaxFiles < 0 {
+		p.add("maintenance.compaction.max_files", "maintenance.compaction.max_files must be 0 (no limit) or more (got %d), e.g. max_files: 1000", c.MaxFiles)
+	}
 	if c.MaxManifests < 2 {
 		p.add("maintenance.compaction.max_manifests", "maintenance.compaction.max_manifests must be at least 2 (got %d), e.g. max_manifests: 50", c.MaxManifests)
 	}

@@ -46,6 +46,11 @@ type CompactOptions struct {
 	SmallFileSize  int64   // a data file below this size is small
 	TargetFileSize int64   // size of the files written
 	MaxBytes       int64   // data rewritten per run; <= 0 means no limit
+	// MaxFiles bounds the data files rewritten per run (<= 0: no limit).
+	// In position and dv modes a run holds the table's commit lock, so on
+	// a finely partitioned table (thousands of partitions of a file or
+	// two each) this is what bounds the time epochs wait for it.
+	MaxFiles int
 	MaxManifests   int     // merge data manifests when there are more manifests than this; <= 0 never
 	// Force ignores the thresholds: every partition with deletes or with at
 	// least two small files is compacted (cdcsync compact).
@@ -66,7 +71,7 @@ func CompactOptionsFrom(m *config.Maintenance) CompactOptions {
 	c := &m.Compaction
 	return CompactOptions{DeleteFiles: c.DeleteFiles, DeleteRatio: c.DeleteRatio, SmallFiles: c.SmallFiles,
 		SmallFileSize: c.SmallFileSize.Int64(), TargetFileSize: c.TargetFileSize.Int64(), MaxBytes: c.MaxBytes.Int64(),
-		MaxManifests: c.MaxManifests}
+		MaxFiles: c.MaxFiles, MaxManifests: c.MaxManifests}
 }
 
 // CompactResult reports what a compaction run did.
@@ -463,7 +468,7 @@ func selectCompaction(tasks []table.FileScanTask, scope *deleteScope, o *Compact
 		return hot[i].small > hot[j].small
 	})
 	var groups []table.CompactionTaskGroup
-	b := compactBudget{max: o.MaxBytes}
+	b := compactBudget{max: o.MaxBytes, maxFiles: o.MaxFiles}
 	for _, p := range hot {
 		var cands []compactCand
 		for i, tk := range p.tasks {
@@ -495,6 +500,8 @@ type compactCand struct {
 // the groups of one run, and counts the candidate files left for later.
 type compactBudget struct {
 	max, used int64
+	maxFiles  int // files per run; 0: no limit
+	files     int
 	full      bool
 	deferred  int
 }
@@ -507,17 +514,19 @@ func (b *compactBudget) take(key string, cands []compactCand) table.CompactionTa
 	g := table.CompactionTaskGroup{PartitionKey: key}
 	for i, c := range cands {
 		size := c.tk.File.FileSizeBytes()
-		if b.full || (b.max > 0 && b.used > 0 && b.used+size > b.max) {
+		if b.full || (b.max > 0 && b.used > 0 && b.used+size > b.max) || (b.maxFiles > 0 && b.files >= b.maxFiles) {
 			b.full = true
 			b.deferred += len(cands) - i
 			break
 		}
 		b.used += size
+		b.files++
 		g.Tasks = append(g.Tasks, c.tk)
 		g.TotalSizeBytes += size
 	}
 	if len(g.Tasks) == 1 && !cands[0].carries {
 		b.used -= g.TotalSizeBytes
+		b.files--
 		g.Tasks, g.TotalSizeBytes = nil, 0
 	}
 	return g

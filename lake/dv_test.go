@@ -294,3 +294,45 @@ func TestSwitchEqualityToDV(t *testing.T) {
 	}
 	dvFiles(t, tb.current())
 }
+
+// TestCompactMaxFiles: maintenance.compaction.max_files bounds the data
+// files one run rewrites (a run of a position- or dv-mode table holds the
+// commit lock), in every mode; the runs that follow finish the work, and
+// the rows stay right.
+func TestCompactMaxFiles(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV, DeletesEquality} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			cfg := kvConfig(t, dir, "p")
+			cfg.Deletes.Mode = mode
+			cfg.Tables = append(cfg.Tables, config.TableRule{Match: "shop.kv", Partition: []string{"bucket(16, id)"}})
+			lk := openLake(t, cfg)
+			tb, err := lk.EnsureTable(ctx, kvSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &kvEnv{t: t, dir: dir, cfg: cfg, lk: lk, tbl: tb, model: map[int64]string{}}
+			e.commit(nil, keys(1, 400), "v0", nil)
+			e.commit(nil, keys(1, 400), "v1", nil) // every partition: a second file and deletes
+			o := testOpts()
+			o.MaxFiles = 5
+			for run := 1; tb.Stats().DeleteFiles > 0; run++ {
+				if run > 12 {
+					t.Fatalf("delete files left after 12 runs: %+v", tb.Stats())
+				}
+				res, err := tb.Compact(ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RewrittenFiles > o.MaxFiles {
+					t.Fatalf("run %d rewrote %d files, max_files %d", run, res.RewrittenFiles, o.MaxFiles)
+				}
+				if run == 1 && res.Deferred == 0 {
+					t.Errorf("the first run deferred nothing: %+v", res)
+				}
+				e.assertModel(tb.current())
+			}
+		})
+	}
+}

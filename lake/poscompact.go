@@ -115,7 +115,7 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 	sort.SliceStable(order, func(i, j int) bool { return parts[order[i]].deleted > parts[order[j]].deleted })
 
 	var plan positionPlan
-	b := compactBudget{max: o.MaxBytes}
+	b := compactBudget{max: o.MaxBytes, maxFiles: o.MaxFiles}
 	for _, key := range order {
 		p := parts[key]
 		// A small file with deletes costs little to rewrite and a reader

@@ -29,7 +29,10 @@ func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes i
 	}
 	before := t.Stats()
 	opts := lake.CompactOptionsFrom(&cfg.Maintenance)
-	opts.Force, opts.Replay, opts.MaxBytes = true, true, maxBytes
+	// A command compacts what it is asked to: maintenance's per-run file
+	// bound keeps epochs from waiting, which a separate process does not
+	// make them do.
+	opts.Force, opts.Replay, opts.MaxBytes, opts.MaxFiles = true, true, maxBytes, 0
 	opts.MaxManifests = 1 // merge whenever there is more than one data manifest
 	res, err := t.Compact(ctx, opts)
 	if err != nil {

@@ -213,11 +213,9 @@ func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio
 			return nil, nil, fmt.Errorf("read the deletion vectors of %s in %s: %w", t.ID, file, err)
 		}
 		for i, old := range olds {
-			pd, err := partitionData(meta, int(old.SpecID()), old)
-			if err != nil {
-				return nil, nil, err
-			}
-			w.Load(*old.ReferencedDataFile(), bms[i], old.SpecID(), pd)
+			// The old vector's partition is its data file's (the writer
+			// resolves the spec at Flush).
+			w.Load(*old.ReferencedDataFile(), bms[i], old.SpecID(), old.Partition())
 		}
 	}
 	for _, p := range paths {
@@ -239,15 +237,6 @@ func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio
 		return nil, nil, fmt.Errorf("write the deletion vectors of %s: %w", t.ID, err)
 	}
 	return added, superseded, nil
-}
-
-// partitionData is a delete file's partition record keyed by partition
-// field id, as the deletion vector writer takes it.
-func partitionData(meta table.Metadata, specID int, df iceberg.DataFile) (map[int]any, error) {
-	if meta.PartitionSpecByID(specID) == nil {
-		return nil, fmt.Errorf("delete file %s names partition spec %d, which the table does not have", df.FilePath(), specID)
-	}
-	return df.Partition(), nil
 }
 
 // eachDVDelete calls fn with the data file and every position of the

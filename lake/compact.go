@@ -50,8 +50,8 @@ type CompactOptions struct {
 	// In position and dv modes a run holds the table's commit lock, so on
 	// a finely partitioned table (thousands of partitions of a file or
 	// two each) this is what bounds the time epochs wait for it.
-	MaxFiles int
-	MaxManifests   int     // merge data manifests when there are more manifests than this; <= 0 never
+	MaxFiles     int
+	MaxManifests int // merge data manifests when there are more manifests than this; <= 0 never
 	// Force ignores the thresholds: every partition with deletes or with at
 	// least two small files is compacted (cdcsync compact).
 	Force bool

@@ -22,11 +22,7 @@ type fineTable struct {
 
 const fineRows = 50_000
 
-func newFineTable(b *testing.B) *fineTable {
-	return newFineTableMode(b, "")
-}
-
-// newFineTableMode is newFineTable in deletes mode mode ("": the default).
+// newFineTableMode makes it in deletes mode mode ("": the default).
 func newFineTableMode(b *testing.B, mode string) *fineTable {
 	b.Helper()
 	extra := ""

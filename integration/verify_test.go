@@ -68,7 +68,9 @@ func reportJSON(rep verify.Report) string {
 // flight.
 func TestVerifyUnderWorkload(t *testing.T) {
 	const dbName = "it_verify_load"
-	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName)})
+	// events in dv mode: verify reads what its commits touched from
+	// deletion vectors.
+	e := newEnv(t, dbName, envOptions{tables: fmt.Sprintf(workloadTables, dbName) + "\n    deletes: dv"})
 	createWorkloadSchema(t, dbName)
 	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 300)

@@ -115,6 +115,69 @@ func TestRealMariaDB(t *testing.T) {
 	t.Run("connect", func(t *testing.T) { rdbConnectTests(t, db, pki) })
 	t.Run("schema", func(t *testing.T) { rdbSchemaTests(t, db) })
 	t.Run("preflight", func(t *testing.T) { rdbPreflightTests(t, db) })
+	t.Run("lag_probe", func(t *testing.T) { rdbLagProbe(t, db) })
+}
+
+// rdbLagProbe: the binlog bytes behind a position grow with what the
+// server writes, over one connection however often the daemon asks, and a
+// lost connection is replaced at the next call.
+func rdbLagProbe(t *testing.T, db *testenv.MariaDB) {
+	ctx := context.Background()
+	root := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	connections := func() int64 {
+		n, err := strconv.ParseInt(rdbQueryStatus(t, root, "Connections"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	r, err := root.Execute("SHOW MASTER STATUS")
+	if err != nil || len(r.Values) == 0 {
+		t.Fatalf("SHOW MASTER STATUS: %v", err)
+	}
+	file, _ := r.GetString(0, 0)
+	off, _ := r.GetInt(0, 1)
+	pos := cdcsync.Position{File: file, Offset: uint32(off)}
+
+	probe := NewLagProbe(rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword))
+	defer probe.Close()
+	before := connections()
+	first, err := probe.Bytes(ctx, pos)
+	if err != nil || first != 0 {
+		t.Fatalf("at the server's own position: %d bytes behind (%v), want 0", first, err)
+	}
+	rdbExec(t, root, "CREATE DATABASE IF NOT EXISTS lagprobe", "CREATE TABLE IF NOT EXISTS lagprobe.t (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO lagprobe.t VALUES (1, REPEAT('x', 5000))")
+	for i := 0; i < 5; i++ {
+		n, err := probe.Bytes(ctx, pos)
+		if err != nil || n < 5000 {
+			t.Fatalf("call %d: %d bytes behind (%v), want at least the 5,000-byte row", i, n, err)
+		}
+	}
+	if got := connections() - before; got != 1 {
+		t.Errorf("six calls opened %d connections, want 1", got)
+	}
+	// The server ends the probe's connection: the next call fails or
+	// reconnects, and the one after answers.
+	rdbExec(t, root, fmt.Sprintf("KILL %d", probe.conn.GetConnectionID()))
+	_, _ = probe.Bytes(ctx, pos)
+	if n, err := probe.Bytes(ctx, pos); err != nil || n < 5000 {
+		t.Fatalf("after its connection was killed: %d bytes behind (%v)", n, err)
+	}
+	if _, err := probe.Bytes(ctx, cdcsync.Position{File: "binlog.999999", Offset: 4}); err == nil || !strings.Contains(err.Error(), "no longer on the server") {
+		t.Errorf("a purged file: %v, want an error saying it is gone", err)
+	}
+}
+
+// rdbQueryStatus returns a global status variable.
+func rdbQueryStatus(t *testing.T, conn *client.Conn, name string) string {
+	t.Helper()
+	r, err := conn.Execute("SHOW GLOBAL STATUS LIKE '" + name + "'")
+	if err != nil || len(r.Values) == 0 {
+		t.Fatalf("SHOW GLOBAL STATUS LIKE %q: %v", name, err)
+	}
+	v, _ := r.GetString(0, 1)
+	return v
 }
 
 // TestRealMariaDBWithoutBinlog checks a server started with --skip-log-bin

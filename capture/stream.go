@@ -797,19 +797,38 @@ func ServerIdentity(ctx context.Context, conn *client.Conn, flavor string) (stri
 // heartbeat.
 const HeartbeatPeriod = time.Second
 
-// LagBytes returns how many binlog bytes the server has written after pos:
-// the rest of pos's file plus every later file.
-func LagBytes(ctx context.Context, src *config.Source, pos cdcsync.Position) (int64, error) {
+// LagProbe measures how many binlog bytes the server has written after a
+// position, over one connection kept open between calls: the daemon asks
+// every second, and a connection a second (a TLS handshake each, with TLS)
+// is a load a production server notices. Not safe for concurrent use.
+type LagProbe struct {
+	src  *config.Source
+	conn *client.Conn
+}
+
+// NewLagProbe returns a probe of the server src names; it connects at the
+// first call.
+func NewLagProbe(src *config.Source) *LagProbe { return &LagProbe{src: src} }
+
+// Bytes returns the rest of pos's binlog file plus every later file. A
+// failed query drops the connection; the next call connects again.
+func (p *LagProbe) Bytes(ctx context.Context, pos cdcsync.Position) (int64, error) {
 	if pos.File == "" {
 		return 0, errors.New("position has no binlog file")
 	}
-	conn, err := Connect(ctx, src)
-	if err != nil {
-		return 0, err
+	if p.conn == nil {
+		conn, err := Connect(ctx, p.src)
+		if err != nil {
+			return 0, err
+		}
+		p.conn = conn
 	}
-	defer conn.Close()
-	res, err := conn.Execute("SHOW BINARY LOGS")
+	// A server that stops answering (a network cut) must not hold the
+	// caller, who also keeps the lag gauges.
+	_ = p.conn.SetDeadline(time.Now().Add(lagProbeTimeout))
+	res, err := p.conn.Execute("SHOW BINARY LOGS")
 	if err != nil {
+		p.Close()
 		return 0, err
 	}
 	var lag int64
@@ -829,4 +848,15 @@ func LagBytes(ctx context.Context, src *config.Source, pos cdcsync.Position) (in
 		return 0, fmt.Errorf("binlog file %s is no longer on the server", pos.File)
 	}
 	return lag, nil
+}
+
+// lagProbeTimeout bounds one LagProbe query.
+const lagProbeTimeout = 5 * time.Second
+
+// Close closes the probe's connection, if it has one.
+func (p *LagProbe) Close() {
+	if p.conn != nil {
+		p.conn.Close()
+		p.conn = nil
+	}
 }

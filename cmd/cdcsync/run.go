@@ -405,6 +405,8 @@ func currentGCPercent() int64 {
 func (d *daemon) watchLag(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	probe := capture.NewLagProbe(&d.cfg.Source)
+	defer probe.Close()
 	seen := time.Now()
 	for {
 		select {
@@ -431,7 +433,7 @@ func (d *daemon) watchLag(ctx context.Context) {
 		d.m.SourceSilence.Set(silence.Seconds())
 		d.m.LagSeconds.Set(max(pending, silence).Seconds())
 		if streaming {
-			if b, err := capture.LagBytes(ctx, &d.cfg.Source, pipe.Committed()); err == nil {
+			if b, err := probe.Bytes(ctx, pipe.Committed()); err == nil {
 				d.m.LagBytes.Set(float64(b))
 			}
 		}

@@ -64,22 +64,6 @@ func (s *dvSet) add(tg posTarget) {
 
 func (s *dvSet) empty() bool { return s == nil || len(s.order) == 0 }
 
-// clone returns a copy of s whose bitmaps can grow without changing s.
-func (s *dvSet) clone() *dvSet {
-	c := newDVSet()
-	if s == nil {
-		return c
-	}
-	for _, p := range s.order {
-		e := s.entries[p]
-		bm := dv.NewRoaringPositionBitmap()
-		bm.Or(e.bitmap)
-		c.entries[p] = &dvEntry{bitmap: bm, spec: e.spec, values: e.values}
-		c.order = append(c.order, p)
-	}
-	return c
-}
-
 // liveDVSet is the live deletion vectors of one snapshot, by the path of the
 // data file each names.
 type liveDVSet struct {

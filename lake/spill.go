@@ -513,12 +513,12 @@ func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spil
 		keys    [][]byte
 		targets []posTarget
 	)
-	// In dv mode the deletes gather as bitmaps (a few bytes a row), with
-	// those of the pending files, and are written once: a data file may
-	// have one deletion vector.
+	// In dv mode the deletes gather as bitmaps (a few bytes a row) and
+	// are written once: a data file may have one deletion vector. (The
+	// pending files lost their deleted rows in dropPendingRows.)
 	var dvs *dvSet
 	if t.mode == DeletesDV {
-		dvs = s.pdvs.clone()
+		dvs = newDVSet()
 	}
 	flushTargets := func() error {
 		if dvs != nil {

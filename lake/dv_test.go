@@ -123,11 +123,7 @@ func TestDVModeEpochs(t *testing.T) {
 
 	// An empty index (a moved daemon) is rebuilt from the data files and
 	// their vectors: the next epochs still leave the model.
-	other := openLake(t, e.cfg)
-	b, err := other.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.reopen()
 	for i := 0; i < 5; i++ {
 		e.randomEpoch(r, b, 250)
 		e.assertModel(b.current())
@@ -177,16 +173,8 @@ func addedDeleteFiles(t testing.TB, tbl *table.Table, from int64) map[string]boo
 func TestDVModePartitioned(t *testing.T) {
 	for _, mode := range []string{DeletesPosition, DeletesDV} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg := kvConfig(t, dir, "p")
-			cfg.Deletes.Mode = mode
-			cfg.Tables = append(cfg.Tables, config.TableRule{Match: "shop.kv", Partition: []string{"bucket(64, id)"}})
-			lk := openLake(t, cfg)
-			tb, err := lk.EnsureTable(context.Background(), kvSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := &kvEnv{t: t, dir: dir, cfg: cfg, lk: lk, tbl: tb, model: map[int64]string{}}
+			e := newKVMode(t, "p", mode, config.TableRule{Match: "shop.kv", Partition: []string{"bucket(64, id)"}})
+			tb := e.tbl
 			e.commit(nil, keys(1, 1000), "v0", nil)
 			before := tb.current().CurrentSnapshot().SnapshotID
 			e.commit(nil, keys(1, 1000), "v1", nil)
@@ -213,11 +201,7 @@ func TestSwitchToDV(t *testing.T) {
 	e.commit(nil, keys(1, 10), "v1", nil) // position deletes
 
 	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
-	lk := openLake(t, e.cfg)
-	tb, err := lk.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := e.reopen()
 	if tb.mode != DeletesPosition || tb.current().Metadata().Version() != 2 {
 		t.Fatalf("a table with position deletes switched to %s (v%d); it must stay in position mode until they are compacted away", tb.mode, tb.current().Metadata().Version())
 	}
@@ -229,11 +213,7 @@ func TestSwitchToDV(t *testing.T) {
 	if n := positionDeleteCount(tb.current().CurrentSnapshot()); n != 0 {
 		t.Fatalf("%d position deletes left after a forced compaction", n)
 	}
-	lk2 := openLake(t, e.cfg)
-	tb2, err := lk2.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb2 := e.reopen()
 	if tb2.mode != DeletesDV || tb2.current().Metadata().Version() != 3 {
 		t.Fatalf("after compaction the table is in %s mode, v%d; want dv, v3", tb2.mode, tb2.current().Metadata().Version())
 	}
@@ -246,11 +226,7 @@ func TestSwitchToDV(t *testing.T) {
 
 	// And it never goes back: v3 takes no position delete files.
 	e.cfg.Tables[len(e.cfg.Tables)-1] = config.TableRule{Match: "shop.kv", Deletes: DeletesPosition}
-	lk3 := openLake(t, e.cfg)
-	tb3, err := lk3.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb3 := e.reopen()
 	if tb3.mode != DeletesDV {
 		t.Fatalf("a dv table went to %s mode", tb3.mode)
 	}
@@ -266,11 +242,7 @@ func TestSwitchEqualityToDV(t *testing.T) {
 	e.commit(nil, keys(1, 20), "v1", []int64{30, 31})
 
 	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
-	lk := openLake(t, e.cfg)
-	tb, err := lk.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := e.reopen()
 	if tb.mode != DeletesDV || tb.current().Metadata().Version() != 3 {
 		t.Fatalf("an equality table with the rule dv is in %s mode, v%d; want dv, v3", tb.mode, tb.current().Metadata().Version())
 	}
@@ -303,16 +275,8 @@ func TestCompactMaxFiles(t *testing.T) {
 	for _, mode := range []string{DeletesPosition, DeletesDV, DeletesEquality} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			cfg := kvConfig(t, dir, "p")
-			cfg.Deletes.Mode = mode
-			cfg.Tables = append(cfg.Tables, config.TableRule{Match: "shop.kv", Partition: []string{"bucket(16, id)"}})
-			lk := openLake(t, cfg)
-			tb, err := lk.EnsureTable(ctx, kvSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := &kvEnv{t: t, dir: dir, cfg: cfg, lk: lk, tbl: tb, model: map[int64]string{}}
+			e := newKVMode(t, "p", mode, config.TableRule{Match: "shop.kv", Partition: []string{"bucket(16, id)"}})
+			tb := e.tbl
 			e.commit(nil, keys(1, 400), "v0", nil)
 			e.commit(nil, keys(1, 400), "v1", nil) // every partition: a second file and deletes
 			o := testOpts()

@@ -376,13 +376,8 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 	for n, i := range g.rows {
 		if f == nil {
 			pos = 0
-			name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, gi, w.files.Add(1), fileSuffix(w.out.content))
-			path := w.loc.NewDataLocation(name)
-			if partPath != "" {
-				path = w.loc.NewDataLocation(partPath + "/" + name)
-			}
 			var err error
-			if f, err = openParquet(w.fs, path, w.out.layout, w.props); err != nil {
+			if f, err = openParquet(w.fs, w.newPath(gi, partPath), w.out.layout, w.props); err != nil {
 				return files, err
 			}
 		}
@@ -408,6 +403,16 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 		}
 	}
 	return files, nil
+}
+
+// newPath names a new file of the write's group gi in the partition
+// directory partPath ("" for an unpartitioned table).
+func (w *fileWriter) newPath(gi int, partPath string) string {
+	name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, gi, w.files.Add(1), fileSuffix(w.out.content))
+	if partPath != "" {
+		name = partPath + "/" + name
+	}
+	return w.loc.NewDataLocation(name)
 }
 
 // writeBatchRows and writeBatchBytes bound the Arrow batches (and Parquet

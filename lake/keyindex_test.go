@@ -115,11 +115,7 @@ func TestKeyIndexRecovers(t *testing.T) {
 	a := e.tbl
 
 	// A daemon on another machine (an empty index) builds it from the table.
-	other := openLake(t, e.cfg)
-	b, err := other.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.reopen()
 	for i := 0; i < 5; i++ {
 		e.randomEpoch(r, b, 120)
 		e.assertModel(b.current())

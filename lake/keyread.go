@@ -44,16 +44,12 @@ func newKeyColumns(sc *iceberg.Schema, ts *cdcsync.TableSchema) (keyColumns, err
 // order and calls fn with each row's position and key encoding (valid until
 // fn returns). Columns are found by their Iceberg field ids.
 func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyColumns, fn func(pos int64, key []byte) error) error {
-	f, err := fsys.Open(path)
+	pr, err := openParquetReader(fsys, path, 1<<16)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return fmt.Errorf("read the Parquet footer of %s: %w", path, err)
-	}
-	defer pf.Close()
+	defer pr.close()
+	pf, fr := pr.pf, pr.fr
 	leaves := make([]int, len(kc.ids))
 	for i := range leaves {
 		leaves[i] = -1
@@ -74,10 +70,6 @@ func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyCol
 		if l < 0 {
 			return fmt.Errorf("%s has no column with field id %d (primary key column %s of %s)", path, kc.ids[i], kc.schema.Columns[kc.schema.PrimaryKey[i]].Name, kc.schema.ID)
 		}
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
 	}
 	// The reader returns the columns in file order; map them back to key
 	// order by field id.
@@ -149,20 +141,12 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 	if table.IsDeletionVector(del) {
 		return eachDVDelete(fsys, del, fn)
 	}
-	f, err := fsys.Open(del.FilePath())
+	pr, err := openParquetReader(fsys, del.FilePath(), 1<<16)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", del.FilePath(), err)
+		return err
 	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return fmt.Errorf("read the Parquet footer of %s: %w", del.FilePath(), err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", del.FilePath(), err)
-	}
+	defer pr.close()
+	pf, fr := pr.pf, pr.fr
 	pathCol, posCol := -1, -1
 	sch := pf.MetaData().Schema
 	for c := 0; c < sch.NumColumns(); c++ {
@@ -283,4 +267,37 @@ func sameIDs(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// parquetReader is a Parquet file open for reading as Arrow.
+type parquetReader struct {
+	f  icebergio.File
+	pf *file.Reader
+	fr *pqarrow.FileReader
+}
+
+// openParquetReader opens the Parquet file at path, to read it in batches
+// of batch rows.
+func openParquetReader(fsys icebergio.IO, path string, batch int64) (*parquetReader, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, memory.DefaultAllocator)
+	if err != nil {
+		pf.Close()
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &parquetReader{f: f, pf: pf, fr: fr}, nil
+}
+
+func (r *parquetReader) close() {
+	r.pf.Close()
+	r.f.Close()
 }

@@ -45,8 +45,8 @@ func newKV(t *testing.T, pipeline string) *kvEnv {
 }
 
 // newKVMode is newKV with the table in deletes mode mode ("" for the
-// default).
-func newKVMode(t *testing.T, pipeline, mode string) *kvEnv {
+// default) and the tables[] rules rules.
+func newKVMode(t *testing.T, pipeline, mode string, rules ...config.TableRule) *kvEnv {
 	t.Helper()
 	dir := t.TempDir()
 	e := &kvEnv{t: t, dir: dir, model: map[int64]string{}}
@@ -54,6 +54,7 @@ func newKVMode(t *testing.T, pipeline, mode string) *kvEnv {
 	if mode != "" {
 		e.cfg.Deletes.Mode = mode
 	}
+	e.cfg.Tables = append(e.cfg.Tables, rules...)
 	e.lk = openLake(t, e.cfg)
 	tb, err := e.lk.EnsureTable(context.Background(), kvSchema())
 	if err != nil {
@@ -61,6 +62,17 @@ func newKVMode(t *testing.T, pipeline, mode string) *kvEnv {
 	}
 	e.tbl = tb
 	return e
+}
+
+// reopen opens the table again with e.cfg as it is now, in a lake of its
+// own, as a restarted daemon (or one on another machine) would.
+func (e *kvEnv) reopen() *Table {
+	e.t.Helper()
+	tb, err := openLake(e.t, e.cfg).EnsureTable(context.Background(), kvSchema())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tb
 }
 
 func kvConfig(t *testing.T, dir, pipeline string) *config.Config {

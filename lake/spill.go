@@ -32,9 +32,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -365,11 +362,11 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 		for p := range s.pdvs.entries[path].bitmap.Positions() {
 			gone = append(gone, int64(p))
 		}
-		name := fmt.Sprintf("%s-%05d-%d-%s.parquet", w.run, 0, w.files.Add(1), fileSuffix(iceberg.EntryContentData))
-		newPath := w.loc.NewDataLocation(name)
+		partPath := ""
 		if w.part.partitioned() {
-			newPath = w.loc.NewDataLocation(w.part.spec.PartitionToPath(old.values, w.part.schema) + "/" + name)
+			partPath = w.part.spec.PartitionToPath(old.values, w.part.schema)
 		}
+		newPath := w.newPath(0, partPath)
 		enc, err := encodePartitionTuple(old.values)
 		if err != nil {
 			return err
@@ -406,21 +403,12 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 // copyWithout writes the data file at path less the rows at the positions
 // gone (ascending) to newPath, and returns the new file and its rows.
 func (t *Table) copyWithout(ctx context.Context, w *fileWriter, path, newPath string, gone []int64, values partitionRecord) (iceberg.DataFile, int64, error) {
-	in, err := w.fs.Open(path)
+	pr, err := openParquetReader(w.fs, path, 1<<14)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+		return nil, 0, err
 	}
-	defer in.Close()
-	pf, err := file.NewParquetReader(in)
-	if err != nil {
-		return nil, 0, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 14}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	defer pr.close()
+	rr, err := pr.fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read %s: %w", path, err)
 	}

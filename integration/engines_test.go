@@ -30,6 +30,7 @@ import (
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/integration/testenv"
+	"github.com/cdcsync/cdcsync/lake"
 )
 
 // engineManifest is .tools/engines.json, written by scripts/engines.sh.
@@ -100,6 +101,7 @@ type engineTable struct {
 	schema  *cdcsync.TableSchema
 	want    []cdcsync.Row
 	filters []engineFilter
+	mode    string // deletes mode (lake.DeletesMode)
 }
 
 type engineAnswer struct {
@@ -174,6 +176,9 @@ func loadEngineManifest(t *testing.T) *engineManifest {
 func newEngineRun(t *testing.T, dbName string, o envOptions, catalogName string) *engineRun {
 	t.Helper()
 	o.tables = fmt.Sprintf(workloadTables, dbName)
+	for name, mode := range o.tableDeletes {
+		o.tables = strings.Replace(o.tables, "match: "+dbName+"."+name+"\n", "match: "+dbName+"."+name+"\n    deletes: "+mode+"\n", 1)
+	}
 	// Compact often, so the engines also read data files that maintenance
 	// rewrote (replace snapshots) under the newer epochs' deletes.
 	o.extra = "maintenance:\n  every_epochs: 2\n  compaction:\n    delete_files: 2"
@@ -297,8 +302,8 @@ func engineDeletesMissing(t *testing.T, e *env) string {
 			t.Fatal(err)
 		}
 		live, _ := r.GetInt(0, 0)
-		kind := "position"
-		if e.cfg.Deletes.Mode == "equality" {
+		kind := "position" // deletion vectors count as position deletes
+		if lake.DeletesMode(tbl) == lake.DeletesEquality {
 			kind = "equality"
 		}
 		deletes, _ := strconv.Atoi(props["total-"+kind+"-deletes"])
@@ -341,9 +346,12 @@ func TestEngines(t *testing.T) {
 		newEngineRun(t, "it_eng_local", envOptions{epoch: spillEpoch}, "cdcsync"),
 		// Tables in dv mode (format v3, deletion vectors).
 		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true, deletesMode: "dv", epoch: spillEpoch}, "lake_s3"),
-		// Tables in equality mode (those of earlier versions, or chosen):
-		// every engine but pyiceberg reads them.
-		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality", epoch: spillEpoch}, "lake_pg"),
+		// A table of each mode on the PostgreSQL catalog, the one Trino
+		// reads (it has no SQLite driver): items in dv, events in
+		// position, pairs in equality (the mode of earlier versions, or
+		// chosen), which every engine but pyiceberg reads.
+		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality", epoch: spillEpoch,
+			tableDeletes: map[string]string{"items": "dv", "events": "position"}}, "lake_pg"),
 	}
 	t.Run("cdcsync", func(t *testing.T) {
 		for i, r := range runs {
@@ -372,7 +380,7 @@ func TestEngines(t *testing.T) {
 				t.Fatal(err)
 			}
 			et := &engineTable{Catalog: r.catalog.Name, Namespace: id[0], Table: id[1], MetadataLocation: tbl.MetadataLocation(),
-				schema: ts, want: mysqlRowsOn(t, r.e.server, ts)}
+				schema: ts, want: mysqlRowsOn(t, r.e.server, ts), mode: lake.DeletesMode(tbl)}
 			et.filters = buildFilters(name, ts, et.want)
 			for _, c := range ts.Columns {
 				et.Columns = append(et.Columns, c.Name)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/lake"
 )
 
 func trinoWanted() bool { return os.Getenv("CDCSYNC_TRINO") == "1" }
@@ -387,5 +388,20 @@ func runTrino(t *testing.T, m *engineManifest, req engineRequest, tables []*engi
 	s := startTrino(t, m, req.Catalogs)
 	ans := readWithTrino(t, s, pgTables)
 	t.Logf("trino %s: started and read %d tables in %s", m.Trino.Version, len(pgTables), time.Since(start).Round(time.Millisecond))
-	compareEngineAnswer(t, trinoDialect, ans, pgTables)
+	// Trino 476 (the newest Maven Central serves here) reads no deletion
+	// vectors: a dv table must fail with that reason, and be read in
+	// full by a Trino that does (docs/query.md).
+	var read []*engineTable
+	var answered []engineAnswerTable
+	for i, et := range pgTables {
+		a := ans.Tables[i]
+		if et.mode == lake.DeletesDV && strings.Contains(a.Error, "Unexpected PUFFIN file format") {
+			t.Logf("trino %s cannot read %s.%s (dv mode): it reads no deletion vectors", m.Trino.Version, et.Namespace, et.Table)
+			continue
+		}
+		read = append(read, et)
+		answered = append(answered, a)
+	}
+	ans.Tables = answered
+	compareEngineAnswer(t, trinoDialect, ans, read)
 }

@@ -61,6 +61,9 @@ type envOptions struct {
 	// (position).
 	deletesMode string
 	indexCache  string // deletes.index_cache
+	// tableDeletes sets tables[].deletes of the named workload tables
+	// (newEngineRun only).
+	tableDeletes map[string]string
 }
 
 // adminDefault as envOptions.admin leaves admin: out of the config.

@@ -339,8 +339,10 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
 	}
 	// sealDue is set when the interval ran out inside a fragmented
-	// transaction: the epoch is sealed once it ends.
+	// transaction, or while the epoch before still commits (due): the
+	// epoch is sealed once the transaction, or that commit, ends.
 	sealDue := false
+	var finish func(cause error) error
 	// seal hands the open epoch to a background commit, after the one
 	// before it has finished.
 	seal := func() error {
@@ -368,6 +370,41 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		go func() { ch <- p.commit(commitCtx, job) }()
 		return nil
 	}
+	// due seals the open epoch at a transaction boundary that is no
+	// barrier: the interval ran out, or the epoch is full. While the epoch
+	// before it still commits, the open one goes on collecting instead of
+	// waiting, so that a slow commit (a finely partitioned table, a slow
+	// object store) does not stop the binlog stream long enough for the
+	// server to drop the connection: it is written out (spilled) each time
+	// it holds half of epoch.max_bytes, and sealed when the commit ends.
+	// Where the open epoch cannot be written out (spillsOpen), it waits
+	// once full, as a seal always did.
+	due := func() error {
+		if inflight == nil || buf == nil {
+			sealDue = false
+			return seal()
+		}
+		if !p.spillsOpen() {
+			if full() {
+				sealDue = false
+				return seal()
+			}
+			sealDue = true
+			return nil
+		}
+		sealDue = true
+		if buf.Held < p.opts.MaxBytes/2 {
+			return nil
+		}
+		if err := p.spill(commitCtx, buf, "the epoch before it is still committing"); err != nil {
+			// Part of the epoch may be written: none of it commits (its
+			// transactions are read again after a restart).
+			p.abandon(commitCtx, buf)
+			buf, sealDue = nil, false
+			return finish(err)
+		}
+		return nil
+	}
 	// barrier commits everything read so far before it returns.
 	barrier := func() error {
 		if err := seal(); err != nil {
@@ -375,7 +412,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		return wait()
 	}
-	finish := func(cause error) error {
+	finish = func(cause error) error {
 		if p.midTxn {
 			// The end of the open transaction was not read: nothing of
 			// it is committed; a restart reads it again.
@@ -431,13 +468,18 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				sealDue = true
 				continue
 			}
-			if err := seal(); err != nil {
+			if err := due(); err != nil {
 				return err
 			}
 		case r := <-inflight:
 			inflight, p.inflight = nil, nil
 			if err := p.afterCommit(r); err != nil {
 				return err
+			}
+			if sealDue && !p.midTxn {
+				if err := due(); err != nil {
+					return err
+				}
 			}
 		case t, ok := <-txns:
 			if !ok {
@@ -498,15 +540,14 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if p.midTxn {
 				// Half an epoch: writing it out takes about as much again.
 				if buf.Held >= p.opts.MaxBytes/2 {
-					if err := p.spill(commitCtx, buf); err != nil {
+					if err := p.spill(commitCtx, buf, "the transaction being read outgrew epoch.max_bytes"); err != nil {
 						return finish(err)
 					}
 				}
 				continue // copies, repairs and resyncs wait for the end of the transaction
 			}
 			if sealDue {
-				sealDue = false
-				if err := seal(); err != nil {
+				if err := due(); err != nil {
 					return err
 				}
 			}
@@ -522,8 +563,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				if err := mergeCopies(); err != nil {
 					return err
 				}
-			} else if full() {
-				if err := seal(); err != nil {
+			} else if buf != nil && (full() || sealDue) {
+				if err := due(); err != nil {
 					return err
 				}
 			}
@@ -676,7 +717,7 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 
 // spill writes out what the open epoch holds (see Spiller); a sink that
 // cannot spill keeps it in memory.
-func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
+func (p *Pipeline) spill(ctx context.Context, buf *Buffer, why string) error {
 	sp, ok := p.sink.(Spiller)
 	if !ok {
 		return nil
@@ -693,9 +734,9 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write out part of a transaction larger than epoch.max_bytes: %w", err)
+		return fmt.Errorf("write out part of the open epoch (%s): %w", why, err)
 	}
-	p.log.Info("spilled the open epoch: the transaction being read outgrew epoch.max_bytes", "bytes", held, "rows_so_far", changes,
+	p.log.Info("spilled the open epoch: "+why, "bytes", held, "rows_so_far", changes,
 		"seconds", time.Since(start).Seconds())
 	if p.m != nil {
 		p.m.SpilledBytes.Add(float64(held))
@@ -704,6 +745,16 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer) error {
 		p.opts.Fault("after-spill")
 	}
 	return nil
+}
+
+// spillsOpen reports whether the open epoch may be written out between
+// transactions while the epoch before it commits (due). Not while copies
+// run (their chunks' bookkeeping assumes the rows stay in memory until the
+// seal), nor with foreign keys, whose cascades look for child rows in the
+// buffers, nor into a sink that cannot spill.
+func (p *Pipeline) spillsOpen() bool {
+	_, ok := p.sink.(Spiller)
+	return ok && !p.midTxn && len(p.copies) == 0 && len(p.opts.ForeignKeys) == 0
 }
 
 // abandon removes what the epoch of buf spilled: it will not be committed.

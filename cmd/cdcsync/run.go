@@ -14,6 +14,7 @@ import (
 	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -455,8 +456,60 @@ func b2f(b bool) float64 {
 // epoch written out, the epoch not committed) and maintenance points
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)
-// with that probability.
+// with that probability. CDCSYNC_DELAY, another: "point:duration:nth,..."
+// makes the nth time the process reaches the point (default the first)
+// sleep that long, as a slow commit would (before-checkpoint).
 func faultFromEnv(log *slog.Logger) func(string) {
+	kill := killFromEnv(log)
+	delay := delayFromEnv(log)
+	return func(point string) {
+		delay(point)
+		kill(point)
+	}
+}
+
+func delayFromEnv(log *slog.Logger) func(string) {
+	spec := os.Getenv("CDCSYNC_DELAY")
+	if spec == "" {
+		return func(string) {}
+	}
+	type delay struct {
+		d    time.Duration
+		nth  int
+		seen int
+	}
+	var mu sync.Mutex
+	delays := map[string]*delay{}
+	for _, part := range strings.Split(spec, ",") {
+		f := strings.Split(strings.TrimSpace(part), ":")
+		dl := &delay{nth: 1}
+		if len(f) > 1 {
+			dl.d, _ = time.ParseDuration(f[1])
+		}
+		if len(f) > 2 {
+			dl.nth, _ = strconv.Atoi(f[2])
+		}
+		delays[f[0]] = dl
+	}
+	log.Warn("delay injection is on (CDCSYNC_DELAY); never use it in production", "spec", spec)
+	return func(point string) {
+		mu.Lock()
+		dl := delays[point]
+		var d time.Duration
+		if dl != nil {
+			if dl.seen++; dl.seen == dl.nth {
+				d = dl.d
+			}
+		}
+		mu.Unlock()
+		if d > 0 {
+			log.Warn("delay injection: sleeping", "point", point, "for", d.String())
+			time.Sleep(d)
+		}
+	}
+}
+
+func killFromEnv(log *slog.Logger) func(string) {
 	spec := os.Getenv("CDCSYNC_FAULT")
 	if spec == "" {
 		return func(string) {}

@@ -497,7 +497,7 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 		// waits until none is left.
 		if n := positionDeleteCount(tbl.CurrentSnapshot()); n != 0 {
 			l.log.Warn("the table stays in its deletes mode: its tables[] rule asks for dv, which needs a table without position delete files; "+
-				"compact them away with `cdcsync compact --force "+id.String()+"` and restart",
+				"compact them away with `cdcsync compact "+id.String()+"` and restart",
 				"table", id.String(), "mode", from, "position_deletes", n)
 			return tbl, nil
 		}

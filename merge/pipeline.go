@@ -118,6 +118,10 @@ type Options struct {
 	// Quit ends the waits between retries: the daemon is shutting down.
 	Quit            <-chan struct{}
 	ShutdownTimeout time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
+	// SlowCommit is how long a full open epoch waits for the commit of the
+	// one before before it is written out (spilled) so that reading goes
+	// on (default 3s; see Run).
+	SlowCommit time.Duration
 	// Fault, when set, is called at named points of the protocol so tests can
 	// kill the process there. Never set in production.
 	Fault func(point string)
@@ -215,6 +219,9 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = time.Second
 	}
+	if opts.SlowCommit <= 0 {
+		opts.SlowCommit = 3 * time.Second
+	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 2 * time.Minute
 	}
@@ -295,6 +302,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		timer    *time.Timer
 		tick     <-chan time.Time
 		inflight chan commitResult // the epoch committing in the background, if any
+		// inflightSince is when that commit began.
+		inflightSince time.Time
 	)
 	// wait waits for the background commit and does the bookkeeping that
 	// follows it.
@@ -366,34 +375,59 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			return nil
 		}
 		ch := make(chan commitResult, 1)
-		inflight, p.inflight = ch, b
+		inflight, p.inflight, inflightSince = ch, b, time.Now()
 		go func() { ch <- p.commit(commitCtx, job) }()
 		return nil
 	}
 	// due seals the open epoch at a transaction boundary that is no
 	// barrier: the interval ran out, or the epoch is full. While the epoch
 	// before it still commits, the open one goes on collecting instead of
-	// waiting, so that a slow commit (a finely partitioned table, a slow
-	// object store) does not stop the binlog stream long enough for the
-	// server to drop the connection: it is written out (spilled) each time
-	// it holds half of epoch.max_bytes, and sealed when the commit ends.
-	// Where the open epoch cannot be written out (spillsOpen), it waits
-	// once full, as a seal always did.
+	// waiting, up to epoch.max_bytes (two epochs in memory, as ever). Full,
+	// it waits for that commit until it has run Options.SlowCommit, and is
+	// then written out (spilled, its memory freed) rather than stop
+	// reading: a slow commit (a finely partitioned table, a slow object
+	// store) must not stop the binlog stream long enough for the server to
+	// drop the connection. It seals as soon as the commit ends. Where the
+	// open epoch cannot be written out (spillsOpen), it waits as a seal
+	// always did.
 	due := func() error {
 		if inflight == nil || buf == nil {
 			sealDue = false
 			return seal()
 		}
+		sealDue = true
 		if !p.spillsOpen() {
 			if full() {
 				sealDue = false
 				return seal()
 			}
-			sealDue = true
 			return nil
 		}
-		sealDue = true
-		if buf.Held < p.opts.MaxBytes/2 {
+		// full counts every byte the epoch took; once it spilled, what it
+		// holds is what counts.
+		pressed := (buf.spill == 0 && full()) || buf.Held >= p.opts.MaxBytes
+		if left := p.opts.SlowCommit - time.Since(inflightSince); left > 0 {
+			if !pressed {
+				return nil
+			}
+			t := time.NewTimer(left)
+			select {
+			case r := <-inflight:
+				t.Stop()
+				inflight, p.inflight = nil, nil
+				if err := p.afterCommit(r); err != nil {
+					return err
+				}
+				sealDue = false
+				return seal()
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		} else if !pressed && buf.Held < p.opts.MaxBytes/2 {
+			// A slow commit: writing out takes about as much memory
+			// again, so the open epoch is written out at half.
 			return nil
 		}
 		if err := p.spill(commitCtx, buf, "the epoch before it is still committing"); err != nil {

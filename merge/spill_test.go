@@ -192,7 +192,7 @@ func (s *slowSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Del
 func TestSlowCommitKeepsReading(t *testing.T) {
 	sink := &slowSink{spillSink: newSpillSink(), entered: make(chan struct{}), release: make(chan struct{})}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
-		Options{Order: order, Interval: 5 * time.Millisecond, MaxRows: 1 << 20, MaxBytes: 200, CommitConcurrency: 1}, quiet(), nil)
+		Options{Order: order, Interval: 5 * time.Millisecond, MaxRows: 1 << 20, MaxBytes: 200, CommitConcurrency: 1, SlowCommit: 50 * time.Millisecond}, quiet(), nil)
 	ch := make(chan *cdcsync.Txn)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), ch) }()
@@ -241,5 +241,43 @@ func TestSlowCommitKeepsReading(t *testing.T) {
 		if e != int64(i+1) {
 			t.Fatalf("checkpoints %v, want 1, 2, ... in order", sink.checkpoints)
 		}
+	}
+}
+
+// delaySink takes a while over every commit.
+type delaySink struct {
+	*spillSink
+	d time.Duration
+}
+
+func (s *delaySink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
+	time.Sleep(s.d)
+	return s.spillSink.Commit(ctx, id, d)
+}
+
+// Commits that take less than Options.SlowCommit (a backlog read faster
+// than it commits, the usual catch-up) never make the open epoch spill:
+// a full epoch waits for them, as a seal always did, and keeps its rows
+// in memory, which costs less than writing them out and looking their
+// keys up again.
+func TestFastCommitsDoNotSpill(t *testing.T) {
+	sink := &delaySink{spillSink: newSpillSink(), d: 20 * time.Millisecond}
+	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Millisecond, MaxRows: 1 << 20, MaxBytes: 200, CommitConcurrency: 1, SlowCommit: 5 * time.Second}, quiet(), nil)
+	var txns []*cdcsync.Txn
+	for seq := 1; seq <= 300; seq++ {
+		txns = append(txns, txnAt(seq, ins(u(int64(seq), "eu", "x"))))
+	}
+	if err := runPipeline(t, p, txns...); err != nil {
+		t.Fatal(err)
+	}
+	if sink.spills != 0 {
+		t.Fatalf("%d spills behind commits of 20ms", sink.spills)
+	}
+	if n := len(sink.rows[users.ID]); n != 300 {
+		t.Fatalf("%d rows, want 300", n)
+	}
+	if len(sink.checkpoints) < 10 {
+		t.Fatalf("%d epochs of 300 transactions of 10 bytes at max_bytes 200", len(sink.checkpoints))
 	}
 }

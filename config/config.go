@@ -287,6 +287,7 @@ type HTTP struct {
 type Maintenance struct {
 	Enabled     bool           `yaml:"enabled"`      // default true
 	EveryEpochs int            `yaml:"every_epochs"` // default 5: at most one compaction (and one expiry) per table per this many of its epochs
+	IdleAfter   Duration       `yaml:"idle_after"`   // default 30s: a table no epoch changed for this long is compacted until nothing is due
 	Compaction  Compaction     `yaml:"compaction"`
 	Snapshots   SnapshotExpiry `yaml:"snapshots"`
 	Orphans     OrphanCleanup  `yaml:"orphans"`
@@ -364,6 +365,7 @@ const (
 	MinLeaseTTL            = 3 * time.Second
 
 	DefaultMaintenanceEveryEpochs = 5
+	DefaultMaintenanceIdleAfter   = 30 * time.Second
 	DefaultCompactDeleteFiles     = 5
 	DefaultCompactDeleteRatio     = 0.2
 	DefaultCompactSmallFiles      = 10
@@ -557,6 +559,7 @@ func (c *Config) applyDefaults() {
 		m.Enabled = true
 	}
 	num("maintenance.every_epochs", &m.EveryEpochs, DefaultMaintenanceEveryEpochs)
+	dur("maintenance.idle_after", &m.IdleAfter, DefaultMaintenanceIdleAfter)
 	mc := &m.Compaction
 	num("maintenance.compaction.delete_files", &mc.DeleteFiles, DefaultCompactDeleteFiles)
 	if mc.DeleteRatio == 0 && !c.explicit("maintenance.compaction.delete_ratio") {

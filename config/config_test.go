@@ -140,6 +140,7 @@ gc_percent: 80
 maintenance:
   enabled: false
   every_epochs: 5
+  idle_after: 2m
   compaction:
     delete_files: 8
     delete_ratio: 0.05
@@ -200,7 +201,7 @@ var fullWant = Config{
 	Cut:         Cut{TagEvery: Duration{time.Hour}, TagKeep: Duration{720 * time.Hour}, TagPrefix: "daily-"},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
-	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5,
+	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5, IdleAfter: Duration{2 * time.Minute},
 		Compaction: Compaction{DeleteFiles: 8, DeleteRatio: 0.05, SmallFiles: 10, SmallFileSize: 8 << 20,
 			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxFiles: 500, MaxManifests: 20},
 		Snapshots: SnapshotExpiry{MaxAge: Duration{30 * time.Minute}, MinKeep: 5},
@@ -287,7 +288,7 @@ func TestDefaults(t *testing.T) {
 		Admin:     Admin{Listen: sockets[0], sockets: sockets},
 		Deletes:   Deletes{Mode: DeletesPosition, IndexCache: DefaultIndexCache},
 		Cut:       Cut{TagKeep: Duration{DefaultCutTagKeep}, TagPrefix: DefaultCutTagPrefix},
-		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5,
+		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5, IdleAfter: Duration{DefaultMaintenanceIdleAfter},
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxFiles: DefaultCompactMaxFiles, MaxManifests: 50},
 			Snapshots: SnapshotExpiry{MaxAge: Duration{time.Hour}, MinKeep: 20},

@@ -482,6 +482,9 @@ func (p *problems) maintenance() {
 	if m.EveryEpochs <= 0 {
 		p.add("maintenance.every_epochs", "maintenance.every_epochs must be a positive number of epochs (got %d), e.g. every_epochs: 10", m.EveryEpochs)
 	}
+	if m.IdleAfter.Duration <= 0 {
+		p.add("maintenance.idle_after", "maintenance.idle_after must be a positive duration (got %s), e.g. idle_after: 30s", m.IdleAfter.Duration)
+	}
 	c := &m.Compaction
 	if c.DeleteFiles <= 0 {
 		p.add("maintenance.compaction.delete_files", "maintenance.compaction.delete_files must be a positive number of delete files (got %d), e.g. delete_files: 20", c.DeleteFiles)

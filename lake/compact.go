@@ -603,11 +603,15 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		for _, f := range m.old {
 			drop(f)
 		}
-		// The merged entries name rows of files in tbl, whose data
-		// sequence numbers are at most readSeq's: at readSeq the new
-		// file applies to all of them.
+		// Each merged entry comes from a delete file at least as new as
+		// the data file it names, so the newest replaced delete file's
+		// data sequence number (what the rewrite gives a delete file it
+		// adds) applies the new file to all of them. readSeq, used
+		// before, is refused when no replaced delete file has it (the
+		// newest snapshot wrote none there: a compaction right after
+		// another), which failed every run on such a table.
 		for _, f := range m.added {
-			rw.AddDeleteFileWithDataSequenceNumber(f, readSeq)
+			rw.AddDeleteFile(f)
 		}
 	}
 	removed = len(seen) - removed + len(dead)

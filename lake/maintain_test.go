@@ -829,3 +829,47 @@ func TestCompactWhileEpochsCommit(t *testing.T) {
 		e.assertModel(e.tbl.Iceberg())
 	})
 }
+
+// TestMaintainIdleCompactsUntilDone: a table that no epoch changes any more
+// (MaintainIdle) is compacted whatever every_epochs says, one bounded run
+// after another, until no compaction is due.
+func TestMaintainIdleCompactsUntilDone(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	mc := e.cfg.Maintenance
+	mc.EveryEpochs = 1000 // epochs alone would never compact it
+	mc.Compaction.DeleteFiles = 2
+	mc.Compaction.MaxFiles = 2 // several runs
+	m := e.lk.NewMaintainer(mc, nil)
+	e.commit(nil, keys(1, 30), "copy", nil)
+	for i := 0; i < 8; i++ {
+		e.churn(1)
+		if _, err := m.AfterCommit(ctx, e.tbl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.tbl.Stats()
+	opts := CompactOptionsFrom(&mc)
+	if !e.tbl.CompactionDue(opts) {
+		t.Fatalf("no compaction due after 8 epochs (%+v): the test needs one", before)
+	}
+	reps, err := m.MaintainIdle(ctx, []*Table{e.tbl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, r := range reps {
+		if r.Task == "compaction" && r.Compaction.Committed() {
+			runs++
+		}
+	}
+	after := e.tbl.Stats()
+	t.Logf("%d compaction runs: %d data files, %d delete files -> %d, %d", runs, before.DataFiles, before.DeleteFiles, after.DataFiles, after.DeleteFiles)
+	if runs < 2 {
+		t.Errorf("%d compaction runs; with max_files 2 over %d files it takes several", runs, before.DataFiles)
+	}
+	if e.tbl.CompactionDue(opts) {
+		t.Errorf("a compaction is still due after MaintainIdle: %+v", after)
+	}
+	e.assertModel(e.tbl.Iceberg())
+}

@@ -101,6 +101,53 @@ func (m *Maintainer) Maintain(ctx context.Context, tables []*Table) ([]Maintenan
 	return reps, nil
 }
 
+// MaintainIdle maintains tables that no epoch changed for
+// maintenance.idle_after: the load moved to other tables, or stopped after
+// a backlog (during which maintenance waits). Their maintenance would wait
+// for epochs that may not come, and their readers keep paying for the
+// files the backlog left, so each is compacted until nothing is due (one
+// run after another, each bounded by compaction.max_files and max_bytes,
+// at most maxIdleRuns), whatever every_epochs says, and gets the expiry or
+// orphan cleanup whose turn it is.
+func (m *Maintainer) MaintainIdle(ctx context.Context, tables []*Table) ([]MaintenanceReport, error) {
+	if !m.cfg.Enabled {
+		return nil, nil
+	}
+	var reps []MaintenanceReport
+	for _, t := range tables {
+		for range maxIdleRuns {
+			st := m.stateOf(t)
+			// afterCommit counts one more epoch: the compaction is due.
+			st.sinceCompaction = max(st.sinceCompaction, m.cfg.EveryEpochs-1)
+			r, err := m.afterCommit(ctx, t, m.cfg.Compaction.MaxBytes.Int64())
+			reps = append(reps, r...)
+			if err != nil || ctx.Err() != nil {
+				return reps, err
+			}
+			more := false
+			for _, rep := range r {
+				more = more || (rep.Task == "compaction" && rep.Compaction.Committed() && rep.Compaction.Deferred > 0)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return reps, nil
+}
+
+// maxIdleRuns bounds the compactions in a row of one idle table.
+const maxIdleRuns = 100
+
+func (m *Maintainer) stateOf(t *Table) *maintState {
+	st := m.state[t.ID]
+	if st == nil {
+		st = &maintState{sinceCompaction: m.cfg.EveryEpochs, sinceExpiry: m.cfg.EveryEpochs}
+		m.state[t.ID] = st
+	}
+	return st
+}
+
 // AfterCommit runs the table's maintenance that is due: usually one task or
 // none; a compaction and then a starved expiry or orphan cleanup at most.
 func (m *Maintainer) AfterCommit(ctx context.Context, t *Table) ([]MaintenanceReport, error) {
@@ -113,11 +160,7 @@ func (m *Maintainer) afterCommit(ctx context.Context, t *Table, budget int64) ([
 	if !m.cfg.Enabled {
 		return nil, nil
 	}
-	st := m.state[t.ID]
-	if st == nil {
-		st = &maintState{sinceCompaction: m.cfg.EveryEpochs, sinceExpiry: m.cfg.EveryEpochs}
-		m.state[t.ID] = st
-	}
+	st := m.stateOf(t)
 	st.sinceCompaction++
 	st.sinceExpiry++
 	opts := CompactOptionsFrom(&m.cfg)

@@ -119,6 +119,19 @@ func (s *Sink) SpillHolds(id cdcsync.TableID, spill int64, keys [][]byte) (bool,
 // pipeline goes on committing epochs (Table serializes their catalog
 // commits).
 func (s *Sink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) error {
+	reps, err := s.maint.Maintain(ctx, s.maintainable(ids))
+	return s.recordMaintenance(reps, err)
+}
+
+// MaintainIdle compacts tables no epoch changed for a while until nothing
+// is due (merge.IdleMaintainer).
+func (s *Sink) MaintainIdle(ctx context.Context, ids []cdcsync.TableID) error {
+	reps, err := s.maint.MaintainIdle(ctx, s.maintainable(ids))
+	return s.recordMaintenance(reps, err)
+}
+
+// maintainable returns the tables of ids that maintenance may touch.
+func (s *Sink) maintainable(ids []cdcsync.TableID) []*Table {
 	var tables []*Table
 	for _, id := range ids {
 		// A table being copied gets large files without deletes; compacting
@@ -127,7 +140,11 @@ func (s *Sink) Maintain(ctx context.Context, _ int64, ids []cdcsync.TableID) err
 			tables = append(tables, t)
 		}
 	}
-	reps, err := s.maint.Maintain(ctx, tables)
+	return tables
+}
+
+// recordMaintenance publishes what maintenance did in the metrics.
+func (s *Sink) recordMaintenance(reps []MaintenanceReport, err error) error {
 	for i, rep := range reps {
 		name := rep.Table.String()
 		result := "ok"

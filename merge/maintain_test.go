@@ -148,3 +148,59 @@ func TestMaintenanceWaitsWhileCatchingUp(t *testing.T) {
 		t.Fatalf("maintenance ran after epochs %s; want 11, 14 and 15", got)
 	}
 }
+
+// idleSink records MaintainIdle calls.
+type idleSink struct {
+	maintSink
+	idle chan []cdcsync.TableID
+}
+
+func (s *idleSink) MaintainIdle(_ context.Context, tables []cdcsync.TableID) error {
+	s.idle <- tables
+	return nil
+}
+
+// A table that no epoch changed for IdleAfter is handed to MaintainIdle
+// once, and again only after new epochs of it: its maintenance must not
+// wait for epochs that do not come (after a backlog, maintenance waits;
+// when the load stops, nothing else would compact what it left).
+func TestIdleTablesAreMaintained(t *testing.T) {
+	sink := &idleSink{idle: make(chan []cdcsync.TableID, 10)}
+	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Millisecond, MaxRows: 1 << 20, MaxBytes: 1 << 30, CommitConcurrency: 2, IdleAfter: 100 * time.Millisecond}, quiet(), nil)
+	ch := make(chan *cdcsync.Txn)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), ch) }()
+	ch <- txnAt(1, ins(u(1, "eu", "a")), cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}})
+	began := time.Now()
+	select {
+	case got := <-sink.idle:
+		if fmt.Sprint(got) != "[shop.orders shop.users]" {
+			t.Errorf("idle maintenance of %v, want both tables", got)
+		}
+		if d := time.Since(began); d < 100*time.Millisecond {
+			t.Errorf("idle maintenance after %s, before IdleAfter", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no idle maintenance within 5s of the last epoch")
+	}
+	select {
+	case got := <-sink.idle:
+		t.Fatalf("idle maintenance of %v again without a new epoch", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// users changes again: it alone is maintained next.
+	ch <- txnAt(2, ins(u(2, "eu", "b")))
+	select {
+	case got := <-sink.idle:
+		if fmt.Sprint(got) != "[shop.users]" {
+			t.Errorf("idle maintenance of %v, want shop.users", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no idle maintenance of users after its new epoch")
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

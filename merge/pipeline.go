@@ -42,6 +42,14 @@ type Maintainer interface {
 	Maintain(ctx context.Context, epoch int64, tables []cdcsync.TableID) error
 }
 
+// IdleMaintainer is implemented by a Maintainer that also maintains tables
+// no epoch changed for Options.IdleAfter, whose maintenance would wait for
+// epochs that may not come (the load moved on, or stopped after a backlog,
+// during which maintenance waits). It runs as Maintain does, one at a time.
+type IdleMaintainer interface {
+	MaintainIdle(ctx context.Context, tables []cdcsync.TableID) error
+}
+
 // DeleteColumner is implemented by a Sink whose equality deletes need only
 // some columns of the image they delete (the key and the partition source
 // columns): the epoch buffer then keeps only those of each before image.
@@ -118,6 +126,9 @@ type Options struct {
 	// Quit ends the waits between retries: the daemon is shutting down.
 	Quit            <-chan struct{}
 	ShutdownTimeout time.Duration // time allowed to commit the open epoch on shutdown (default 2m)
+	// IdleAfter is how long a table goes without an epoch before an
+	// IdleMaintainer maintains it (default 30s).
+	IdleAfter time.Duration
 	// SlowCommit is how long a full open epoch waits for the commit of the
 	// one before before it is written out (spilled) so that reading goes
 	// on (default 3s; see Run).
@@ -151,6 +162,10 @@ type Pipeline struct {
 	stopping    atomic.Bool        // Run is committing its last epoch: start no maintenance
 	maintSkips  int                // epochs in a row that skipped maintenance while catching up (committing goroutine)
 	maintOwed   []cdcsync.TableID  // tables whose due maintenance could not start yet (committing goroutine)
+	// unmaintained holds the tables with epochs since their last idle
+	// maintenance, and when their last epoch committed (committing
+	// goroutine; Run's between commits).
+	unmaintained map[cdcsync.TableID]time.Time
 
 	// The initial copies (copy.go); owned by Run's goroutine.
 	copier  *copier
@@ -218,6 +233,9 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 	}
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = time.Second
+	}
+	if opts.IdleAfter <= 0 {
+		opts.IdleAfter = 30 * time.Second
 	}
 	if opts.SlowCommit <= 0 {
 		opts.SlowCommit = 3 * time.Second
@@ -487,6 +505,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		return p.mergeRepairs(ctx, barrier, func() *Buffer { return open(time.Now()) })
 	}
+	idle := time.NewTicker(max(p.opts.IdleAfter/4, 10*time.Millisecond))
+	defer idle.Stop()
 	for {
 		// Inside a fragmented transaction only its fragments are taken:
 		// copies, repairs and resyncs wait for its end.
@@ -497,6 +517,10 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		select {
 		case <-ctx.Done():
 			return finish(nil)
+		case <-idle.C:
+			if inflight == nil && !p.midTxn {
+				p.maintainIdle(commitCtx)
+			}
 		case <-tick:
 			if p.midTxn {
 				sealDue = true
@@ -953,6 +977,12 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	}
 	p.nextEpoch++
 	p.lastCkpt = job.ckpt
+	if p.unmaintained == nil {
+		p.unmaintained = map[cdcsync.TableID]time.Time{}
+	}
+	for _, id := range tables {
+		p.unmaintained[id] = time.Now()
+	}
 	p.mu.Lock()
 	p.committed = buf.End
 	p.pending = p.openFirst
@@ -1101,7 +1131,55 @@ func (p *Pipeline) maintenanceDue(buf *Buffer) bool {
 // it started (or had nothing to do).
 func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []cdcsync.TableID) bool {
 	m, ok := p.sink.(Maintainer)
-	if !ok || len(tables) == 0 || p.stopping.Load() {
+	if !ok || len(tables) == 0 {
+		return true
+	}
+	return p.launchMaintenance(ctx, func(ctx context.Context) error {
+		err := m.Maintain(ctx, epoch, tables)
+		if err != nil {
+			err = fmt.Errorf("table maintenance after epoch %d: %w", epoch, err)
+		}
+		return err
+	})
+}
+
+// maintainIdle hands the tables no epoch changed for Options.IdleAfter to
+// an IdleMaintainer (Run's goroutine, with no commit running), when no
+// maintenance runs.
+func (p *Pipeline) maintainIdle(ctx context.Context) {
+	m, ok := p.sink.(IdleMaintainer)
+	if !ok || len(p.unmaintained) == 0 {
+		return
+	}
+	var ids []cdcsync.TableID
+	for id, at := range p.unmaintained {
+		if time.Since(at) >= p.opts.IdleAfter {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	slices.SortFunc(ids, func(a, b cdcsync.TableID) int { return strings.Compare(a.String(), b.String()) })
+	started := p.launchMaintenance(ctx, func(ctx context.Context) error {
+		began := time.Now()
+		if err := m.MaintainIdle(ctx, ids); err != nil {
+			return fmt.Errorf("maintenance of idle tables: %w", err)
+		}
+		p.log.Info("idle tables maintained", "tables", len(ids), "seconds", time.Since(began).Seconds())
+		return nil
+	})
+	if started {
+		for _, id := range ids {
+			delete(p.unmaintained, id)
+		}
+	}
+}
+
+// launchMaintenance runs fn in a goroutine of its own unless maintenance
+// already runs (then it reports false) or the pipeline is stopping.
+func (p *Pipeline) launchMaintenance(ctx context.Context, fn func(context.Context) error) bool {
+	if p.stopping.Load() {
 		return true
 	}
 	if p.maintDone != nil {
@@ -1109,7 +1187,7 @@ func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []c
 		case <-p.maintDone:
 			p.awaitMaintenance()
 		default:
-			p.log.Debug("table maintenance of an earlier epoch still runs; this epoch's waits", "epoch", epoch)
+			p.log.Debug("table maintenance still runs; the next waits")
 			return false
 		}
 	}
@@ -1118,8 +1196,8 @@ func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []c
 	p.maintDone, p.maintCancel = done, cancel
 	go func() {
 		defer close(done)
-		if err := m.Maintain(mctx, epoch, tables); err != nil && mctx.Err() == nil {
-			p.log.Warn("table maintenance failed; ingestion continues and maintenance is tried again later", "epoch", epoch, "error", err)
+		if err := fn(mctx); err != nil && mctx.Err() == nil {
+			p.log.Warn("table maintenance failed; ingestion continues and maintenance is tried again later", "error", err)
 		}
 	}()
 	return true

@@ -325,6 +325,7 @@ func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 			MaxRows:           cfg.Epoch.MaxRows,
 			MaxBytes:          int(cfg.Epoch.MaxBytes.Int64()),
 			CommitConcurrency: cfg.Epoch.CommitConcurrency,
+			IdleAfter:         cfg.Maintenance.IdleAfter.Duration,
 			Transient:         lake.Transient,
 			Fault:             d.fault,
 			Copy:              merge.CopyOptions{ChunkRows: cfg.Snapshot.ChunkRows, Workers: cfg.Snapshot.Workers},

@@ -115,6 +115,7 @@ func (m *Maintainer) MaintainIdle(ctx context.Context, tables []*Table) ([]Maint
 	}
 	var reps []MaintenanceReport
 	for _, t := range tables {
+		began, runs := time.Now(), 0
 		for range maxIdleRuns {
 			st := m.stateOf(t)
 			// afterCommit counts one more epoch: the compaction is due.
@@ -126,12 +127,18 @@ func (m *Maintainer) MaintainIdle(ctx context.Context, tables []*Table) ([]Maint
 			}
 			more := false
 			for _, rep := range r {
-				more = more || (rep.Task == "compaction" && rep.Compaction.Committed() && rep.Compaction.Deferred > 0)
+				if rep.Task == "compaction" && rep.Compaction.Committed() {
+					runs++
+					more = more || rep.Compaction.Deferred > 0
+				}
 			}
 			if !more {
 				break
 			}
 		}
+		st := t.Stats()
+		m.log.Info("idle table maintained", "table", t.ID.String(), "compactions", runs, "data_files", st.DataFiles,
+			"delete_files", st.DeleteFiles, "seconds", time.Since(began).Seconds())
 	}
 	return reps, nil
 }

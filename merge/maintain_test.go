@@ -204,3 +204,28 @@ func TestIdleTablesAreMaintained(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// While cdcsync catches up on a backlog (its oldest transaction not yet
+// committed is old), idle tables wait as all maintenance does: the CPU
+// goes to ingestion.
+func TestIdleMaintenanceWaitsWhileBehind(t *testing.T) {
+	sink := &idleSink{idle: make(chan []cdcsync.TableID, 10)}
+	p := New(sink, []Table{{Schema: users}, {Schema: orders}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Hour, MaxRows: 2, MaxBytes: 1 << 30, CommitConcurrency: 2, IdleAfter: 50 * time.Millisecond}, quiet(), nil)
+	ch := make(chan *cdcsync.Txn)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), ch) }()
+	ch <- txnAt(1, ins(u(1, "eu", "a")), ins(u(2, "eu", "b"))) // full: users commits
+	old := txnAt(2, cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{"x", int32(1), "1.00"}})
+	old.Time = time.Now().Add(-5 * time.Hour) // a backlog: hours behind, over twice the interval
+	ch <- old
+	select {
+	case got := <-sink.idle:
+		t.Fatalf("idle maintenance of %v while behind (lag %s)", got, p.Lag())
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -323,15 +323,18 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		// inflightSince is when that commit began.
 		inflightSince time.Time
 	)
-	// wait waits for the background commit and does the bookkeeping that
-	// follows it.
+	// committed does the bookkeeping that follows the background commit,
+	// which reported r.
+	committed := func(r commitResult) error {
+		inflight, p.inflight = nil, nil
+		return p.afterCommit(r)
+	}
+	// wait waits for the background commit, if any, and its bookkeeping.
 	wait := func() error {
 		if inflight == nil {
 			return nil
 		}
-		r := <-inflight
-		inflight, p.inflight = nil, nil
-		return p.afterCommit(r)
+		return committed(<-inflight)
 	}
 	defer func() { _ = wait() }()
 	// open returns the open epoch, starting one when none is open; first is
@@ -432,8 +435,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			select {
 			case r := <-inflight:
 				t.Stop()
-				inflight, p.inflight = nil, nil
-				if err := p.afterCommit(r); err != nil {
+				if err := committed(r); err != nil {
 					return err
 				}
 				sealDue = false
@@ -530,8 +532,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				return err
 			}
 		case r := <-inflight:
-			inflight, p.inflight = nil, nil
-			if err := p.afterCommit(r); err != nil {
+			if err := committed(r); err != nil {
 				return err
 			}
 			if sealDue && !p.midTxn {
@@ -1149,6 +1150,11 @@ func (p *Pipeline) startMaintenance(ctx context.Context, epoch int64, tables []c
 func (p *Pipeline) maintainIdle(ctx context.Context) {
 	m, ok := p.sink.(IdleMaintainer)
 	if !ok || len(p.unmaintained) == 0 {
+		return
+	}
+	if p.Lag() > 2*p.opts.Interval {
+		// Catching up on a backlog, as maintenanceDue: the CPU goes to
+		// ingestion; the tables wait until the lag is gone.
 		return
 	}
 	var ids []cdcsync.TableID

@@ -168,14 +168,15 @@ func (ki *keyIndex) loadFiles() error {
 
 // indexBatch stages changes to the index and the file table in memory.
 type indexBatch struct {
-	ki    *keyIndex
-	b     *pkindex.Batch
-	added map[uint32]indexedFile
-	dead  []uint32
+	ki      *keyIndex
+	b       *pkindex.Batch
+	added   map[uint32]indexedFile
+	addedBy map[string]uint32 // path -> id, of added
+	dead    []uint32
 }
 
 func (ki *keyIndex) newBatch() *indexBatch {
-	return &indexBatch{ki: ki, b: ki.db.NewBatch(), added: map[uint32]indexedFile{}}
+	return &indexBatch{ki: ki, b: ki.db.NewBatch(), added: map[uint32]indexedFile{}, addedBy: map[string]uint32{}}
 }
 
 // file returns the id of the data file df, adding it to the file table when
@@ -184,10 +185,8 @@ func (ib *indexBatch) file(meta table.Metadata, df iceberg.DataFile) (uint32, er
 	if id, ok := ib.ki.byPath[df.FilePath()]; ok {
 		return id, nil
 	}
-	for id, f := range ib.added {
-		if f.path == df.FilePath() {
-			return id, nil
-		}
+	if id, ok := ib.addedBy[df.FilePath()]; ok {
+		return id, nil
 	}
 	vals, err := partitionTuple(meta, df)
 	if err != nil {
@@ -199,6 +198,7 @@ func (ib *indexBatch) file(meta table.Metadata, df iceberg.DataFile) (uint32, er
 	}
 	id := ib.b.AddFile(pkindex.File{Path: df.FilePath(), SpecID: df.SpecID(), Partition: enc, Live: true})
 	ib.added[id] = indexedFile{path: df.FilePath(), spec: int(df.SpecID()), values: vals, live: true}
+	ib.addedBy[df.FilePath()] = id
 	return id, nil
 }
 
@@ -225,7 +225,7 @@ func (ib *indexBatch) commit(s pkindex.State) error {
 		ib.ki.files[id] = f
 		delete(ib.ki.byPath, f.path)
 	}
-	ib.added, ib.dead = map[uint32]indexedFile{}, nil
+	ib.added, ib.addedBy, ib.dead = map[uint32]indexedFile{}, map[string]uint32{}, nil
 	ib.b = ib.ki.db.NewBatch()
 	return nil
 }

@@ -197,7 +197,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		if err != nil {
 			return res, fmt.Errorf("compact %s: count the rows of its position deletes: %w", t.ID, err)
 		}
-		plan := selectPositionCompaction(tasks, deleted, &o)
+		plan := selectPositionCompaction(tasks, deleted, &o, t.isStaged)
 		groups, merges, res.Deferred = plan.groups, plan.merges, plan.deferred
 	} else {
 		groups, res.Deferred = selectCompaction(tasks, scope, &o)
@@ -219,7 +219,15 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	shared := newSharedDeletes(scope)
 	shared.pos = newPosDeletes(groups)
 	for _, g := range groups {
-		gr, err := rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
+		var (
+			gr  table.CompactionGroupResult
+			err error
+		)
+		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
+			gr, err = t.rewriteStaged(ctx, base, g, shared)
+		} else {
+			gr, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
+		}
 		if errors.Is(err, errNoKeyFilter) {
 			gr, err = table.ExecuteCompactionGroup(ctx, base, g, compactionGroupOptions(o.TargetFileSize)...)
 		}

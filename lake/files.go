@@ -37,6 +37,10 @@ type fileOut struct {
 	content iceberg.ManifestEntryContent
 	eqIDs   []int        // equality field ids, for equality delete files
 	part    *partitioner // the partition spec the files are written under
+	// stage, on the data files of a partitioned table in position or dv
+	// mode, is where the rows of a write spread over many partitions go
+	// instead (staged.go).
+	stage *fileOut
 }
 
 // partitioner computes the partition of a row under a spec.
@@ -242,11 +246,32 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
 	}
+	var staged *group
+	if out.stage != nil {
+		groups, staged = stageSparse(groups)
+	}
 	w, err := t.newFileWriter(ctx, tbl, out)
 	if err != nil {
 		return nil, err
 	}
-	return w.writeGroups(ctx, groups, rows, locs)
+	files, err := w.writeGroups(ctx, groups, rows, locs)
+	if err != nil || staged == nil {
+		return files, err
+	}
+	sw, err := t.newFileWriter(ctx, tbl, out.stage)
+	if err == nil {
+		var more []iceberg.DataFile
+		if more, err = sw.writeGroups(ctx, []*group{staged}, rows, locs); err == nil {
+			if locs != nil {
+				for _, i := range staged.rows {
+					locs[i].file += int32(len(files))
+				}
+			}
+			return append(files, more...), nil
+		}
+	}
+	t.removeFiles(ctx, tbl, files)
+	return nil, err
 }
 
 // rowLoc is where a written row landed: the index of its file among the
@@ -291,6 +316,7 @@ func (w *fileWriter) writeGroups(ctx context.Context, groups []*group, rows []cd
 	}
 	werr := eg.Wait()
 	var files []iceberg.DataFile
+	var want int64
 	for gi, fs := range perGroup {
 		if locs != nil && werr == nil {
 			// writeGroup numbered the files of its group from 0.
@@ -299,9 +325,10 @@ func (w *fileWriter) writeGroups(ctx context.Context, groups []*group, rows []cd
 			}
 		}
 		files = append(files, fs...)
+		want += int64(len(groups[gi].rows))
 	}
 	if werr == nil {
-		if werr = checkRowCount(files, int64(len(rows))); werr != nil {
+		if werr = checkRowCount(files, want); werr != nil {
 			werr = fmt.Errorf("%s files of %s: %w", contentName(w.out.content), w.tableID, werr)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // Compaction of a partitioned table with global equality deletes (see
-// globalDeleteSpec). Scan planning attaches a global delete to the older
+// unpartitionedSpec). Scan planning attaches a global delete to the older
 // data files of every partition (unless column bounds exclude its keys), so
 // by the planner's rule it would be dropped only once every older file of
 // the whole table had been rewritten, and every partition would look as if
@@ -40,6 +40,7 @@ import (
 // all its rows; a global delete only where its rows' partitions are.
 type deleteScope struct {
 	global map[int32]bool              // spec id -> unpartitioned, on a partitioned table
+	staged map[string]bool             // the partition keys of staged files
 	parts  map[string]map[string]int64 // global delete path -> partition -> rows
 }
 
@@ -49,7 +50,9 @@ var localScope = &deleteScope{}
 // count returns the rows of d for the partition part (a partKey) and
 // whether d counts there at all.
 func (s *deleteScope) count(part string, d iceberg.DataFile) (int64, bool) {
-	if !s.global[d.SpecID()] {
+	if !s.global[d.SpecID()] || s.staged[part] {
+		// A staged row (staged.go) is not in the partition a global
+		// delete's row names: every global delete counts there.
 		return d.Count(), true
 	}
 	n := s.parts[d.FilePath()][part]
@@ -72,9 +75,12 @@ func (t *Table) deleteScope(ctx context.Context, tbl *table.Table, tasks []table
 	if !t.part.partitioned() {
 		return localScope, nil
 	}
-	scope := &deleteScope{global: map[int32]bool{}, parts: map[string]map[string]int64{}}
+	scope := &deleteScope{global: map[int32]bool{}, staged: map[string]bool{}, parts: map[string]map[string]int64{}}
 	for _, s := range tbl.Metadata().PartitionSpecs() {
 		scope.global[int32(s.ID())] = s.IsUnpartitioned()
+		if s.IsUnpartitioned() {
+			scope.staged[partKey(int32(s.ID()), nil)] = true
+		}
 	}
 	gp := &t.state.global
 	gp.mu.Lock()

@@ -46,6 +46,7 @@ type posPartition struct {
 	deletes map[string]iceberg.DataFile // its position delete files by path
 	deleted int64                       // rows its position deletes name
 	small   int
+	staged  bool // the staged files (staged.go)
 }
 
 // hasEqualityDeletes reports whether any task carries an equality delete.
@@ -91,7 +92,7 @@ func deletedRows(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanT
 // rewritten or they crowd) and the partitions whose position delete files
 // to merge. Files with deletes go first, then oldest first; the partitions
 // with the most deleted rows first, up to MaxBytes.
-func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int64, o *CompactOptions) positionPlan {
+func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int64, o *CompactOptions, staged func(iceberg.DataFile) bool) positionPlan {
 	parts := map[string]*posPartition{}
 	var order []string
 	for _, tk := range tasks {
@@ -103,6 +104,7 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 			order = append(order, key)
 		}
 		p.tasks = append(p.tasks, tk)
+		p.staged = p.staged || staged(tk.File)
 		p.deleted += deleted[tk.File.FilePath()]
 		if tk.File.FileSizeBytes() < o.SmallFileSize {
 			p.small++
@@ -112,7 +114,13 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 		}
 	}
 	crowded := len(tasks) > max(2*len(parts), o.SmallFiles)
-	sort.SliceStable(order, func(i, j int) bool { return parts[order[i]].deleted > parts[order[j]].deleted })
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := parts[order[i]], parts[order[j]]
+		if a.staged != b.staged {
+			return a.staged // first: their rows are read by every query
+		}
+		return a.deleted > b.deleted
+	})
 
 	var plan positionPlan
 	b := compactBudget{max: o.MaxBytes, maxFiles: o.MaxFiles}
@@ -128,13 +136,14 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 		small := func(tk table.FileScanTask) bool { return tk.File.FileSizeBytes() < o.SmallFileSize }
 		for _, tk := range p.tasks {
 			n := deleted[tk.File.FilePath()]
-			if n > 0 && (o.Force || small(tk) || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count()))) {
-				cands = append(cands, compactCand{tk, true})
+			// Staged rows always move to their partitions.
+			if p.staged || (n > 0 && (o.Force || small(tk) || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))) {
+				cands = append(cands, compactCand{tk, n > 0})
 			}
 		}
 		smallDue = smallDue || len(cands) > 0
 		for _, tk := range p.tasks {
-			if smallDue && small(tk) && deleted[tk.File.FilePath()] == 0 {
+			if smallDue && small(tk) && deleted[tk.File.FilePath()] == 0 && !p.staged {
 				cands = append(cands, compactCand{tk, false})
 			}
 		}

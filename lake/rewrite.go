@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -69,39 +70,77 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	if tbl.Metadata().Version() >= 3 {
 		return res, errNoKeyFilter
 	}
-	keyIDs := tbl.Schema().IdentifierFieldIDs
 	for _, tk := range g.Tasks {
 		// Position deletes are applied here by row position, which needs
 		// the whole file read in order.
 		if len(tk.DeletionVectorFiles) > 0 || (len(tk.DeleteFiles) > 0 && (tk.Start != 0 || tk.Length != tk.File.FileSizeBytes())) {
 			return res, errNoKeyFilter
 		}
+	}
+	rd, err := readLive(ctx, tbl, g, shared)
+	if err != nil {
+		return res, err
+	}
+	opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
+	if targetFileSize > 0 {
+		opts = append(opts, table.WithTargetFileSize(targetFileSize))
+	}
+	for df, err := range table.WriteRecords(ctx, tbl, rd.schema, rd.records, opts...) {
+		if err != nil {
+			return res, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+		res.BytesAfter += df.FileSizeBytes()
+	}
+	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
+		return res, fmt.Errorf("compacted files for group %q: %w", g.PartitionKey, err)
+	}
+	for _, tk := range g.Tasks {
+		res.OldDataFiles = append(res.OldDataFiles, tk.File)
+	}
+	return res, nil
+}
+
+// liveReader streams the live rows of a compaction group's data files.
+type liveReader struct {
+	schema  *arrow.Schema
+	records iter.Seq2[arrow.RecordBatch, error]
+	handed  int64 // rows yielded so far
+}
+
+// readLive reads the data files of g newest first, without the rows that
+// the group's position deletes, deletion vectors or equality deletes (on
+// the primary key) delete; see rewriteGroup. Every task must be a whole
+// file.
+func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes) (*liveReader, error) {
+	keyIDs := tbl.Schema().IdentifierFieldIDs
+	for _, tk := range g.Tasks {
 		for _, d := range tk.EqualityDeleteFiles {
 			if !sameFields(d.EqualityFieldIDs(), keyIDs) {
-				return res, errNoKeyFilter
+				return nil, errNoKeyFilter
 			}
 		}
 	}
 	keyNames, err := identifierNames(tbl.Schema())
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	tasks := slices.Clone(g.Tasks)
 	slices.SortStableFunc(tasks, func(x, y table.FileScanTask) int { return cmp.Compare(seqOf(&y), seqOf(&x)) }) // newest first
 
 	schema, err := readSchema(ctx, tbl, tasks[0])
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	keyCols := make([]int, len(keyNames))
 	for i, name := range keyNames {
 		idx := schema.FieldIndices(name)
 		if len(idx) != 1 {
-			return res, fmt.Errorf("compaction: key column %q is not in the scan's schema", name)
+			return nil, fmt.Errorf("compaction: key column %q is not in the scan's schema", name)
 		}
 		keyCols[i] = idx[0]
 		if !keySetEncodes(schema.Field(idx[0]).Type) {
-			return res, errNoKeyFilter
+			return nil, errNoKeyFilter
 		}
 	}
 
@@ -113,12 +152,17 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	var handed int64 // rows given to the writer
-	records := func(yield func(arrow.RecordBatch, error) bool) {
+	rd := &liveReader{}
+	rd.schema = schema
+	rd.records = func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tk := range tasks {
 			if err := pos.load(ctx, fsys, tk.DeleteFiles); err != nil {
+				yield(nil, err)
+				return
+			}
+			if err := pos.loadDVs(fsys, tk.DeletionVectorFiles); err != nil {
 				yield(nil, err)
 				return
 			}
@@ -143,7 +187,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 				}
 			}
 			plain := tk
-			plain.EqualityDeleteFiles, plain.DeleteFiles = nil, nil
+			plain.EqualityDeleteFiles, plain.DeleteFiles, plain.DeletionVectorFiles = nil, nil, nil
 			_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows)).ReadTasks(ctx, []table.FileScanTask{plain})
 			if err != nil {
 				yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
@@ -175,7 +219,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 				if live == nil {
 					continue
 				}
-				handed += live.NumRows()
+				rd.handed += live.NumRows()
 				if !yield(live, nil) {
 					live.Release()
 					return
@@ -189,24 +233,7 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 			}
 		}
 	}
-	opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
-	if targetFileSize > 0 {
-		opts = append(opts, table.WithTargetFileSize(targetFileSize))
-	}
-	for df, err := range table.WriteRecords(ctx, tbl, schema, records, opts...) {
-		if err != nil {
-			return res, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
-		}
-		res.NewDataFiles = append(res.NewDataFiles, df)
-		res.BytesAfter += df.FileSizeBytes()
-	}
-	if err := checkRowCount(res.NewDataFiles, handed); err != nil {
-		return res, fmt.Errorf("compacted files for group %q: %w", g.PartitionKey, err)
-	}
-	for _, tk := range g.Tasks {
-		res.OldDataFiles = append(res.OldDataFiles, tk.File)
-	}
-	return res, nil
+	return rd, nil
 }
 
 // identifierNames returns the names of the schema's identifier fields, the
@@ -327,6 +354,35 @@ func (p *posDeletes) load(ctx context.Context, fsys icebergio.IO, dels []iceberg
 		}
 	}
 	return nil
+}
+
+// loadDVs reads the deletion vectors not read yet.
+func (p *posDeletes) loadDVs(fsys icebergio.IO, dvs []iceberg.DataFile) error {
+	for _, d := range dvs {
+		key := dvKey(d)
+		if p.read[key] {
+			continue
+		}
+		p.read[key] = true
+		if err := eachDVDelete(fsys, d, func(path string, pos int64) bool {
+			if p.want[path] {
+				p.rows[path] = append(p.rows[path], pos)
+				p.sorted[path] = false
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dvKey names one deletion vector: a Puffin file holds many.
+func dvKey(d iceberg.DataFile) string {
+	if off := d.ContentOffset(); off != nil {
+		return fmt.Sprintf("%s@%d", d.FilePath(), *off)
+	}
+	return d.FilePath()
 }
 
 // of returns the deleted positions of the data file at path, sorted and

@@ -52,6 +52,9 @@ type Table struct {
 	// they hold the key columns only and go to the partition of delOut's
 	// partition sources.
 	dataFile, eqFile *fileOut
+	// partFile is dataFile without staging (staged.go): every row in its
+	// partition, as compaction writes them.
+	partFile *fileOut
 	// mode is how the table records updates and deletes: DeletesPosition
 	// (through the key index, state.keys) or DeletesEquality.
 	mode  string
@@ -212,10 +215,8 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		if err != nil {
 			return nil, err
 		}
-		if deletesMode(tbl) == DeletesEquality {
-			if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
-				return nil, err
-			}
+		if tbl, err = l.ensureUnpartitionedSpec(ctx, ident, tbl); err != nil {
+			return nil, err
 		}
 		return l.newTable(ts, ident, tbl)
 	case err != nil:
@@ -249,10 +250,8 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 	if tbl, err = l.switchDeletes(ctx, ident, tbl, ts.ID); err != nil {
 		return nil, err
 	}
-	if deletesMode(tbl) == DeletesEquality {
-		if tbl, err = l.ensureGlobalDeleteSpec(ctx, ident, tbl); err != nil {
-			return nil, err
-		}
+	if tbl, err = l.ensureUnpartitionedSpec(ctx, ident, tbl); err != nil {
+		return nil, err
 	}
 	if !ok {
 		if err := compatibleColumns(ts, tbl.Schema()); err != nil {
@@ -448,12 +447,17 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		return nil, err
 	}
 	eqFile := &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: part}
-	if global, ok := globalDeleteSpec(tbl.Metadata()); ok {
+	dataFile := &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part}
+	if global, ok := unpartitionedSpec(tbl.Metadata()); ok {
 		gp, err := newPartitioner(ts, sc, global)
 		if err != nil {
 			return nil, err
 		}
 		eqFile = &fileOut{layout: delOut, schema: delSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: gp}
+		if byPosition(deletesMode(tbl)) {
+			dataFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part,
+				stage: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: gp}}
+		}
 	}
 	c, err := committedIn(tbl, l.cfg.Pipeline)
 	if err != nil {
@@ -461,7 +465,8 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	}
 	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
-		dataFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
+		dataFile: dataFile,
+		partFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
 		eqFile:   eqFile,
 		part:     part, files: l.files,
 		mode: deletesMode(tbl), spills: l.keys}
@@ -530,12 +535,14 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 // delete needs rewritten before it can be dropped (compact.go).
 //
 // The table keeps its partitioned spec as the default; the unpartitioned
-// spec is added next to it (ensureGlobalDeleteSpec), as Iceberg Java's
-// UpdatePartitionSpec.addNonDefaultSpec does.
+// spec is added next to it (ensureUnpartitionedSpec), as Iceberg Java's
+// UpdatePartitionSpec.addNonDefaultSpec does. Staged rows (staged.go) are
+// written under it too.
 
-// globalDeleteSpec returns the unpartitioned spec that a partitioned
-// table's global equality deletes are written under, if it has one.
-func globalDeleteSpec(meta table.Metadata) (iceberg.PartitionSpec, bool) {
+// unpartitionedSpec returns the unpartitioned spec that a partitioned
+// table's global equality deletes and staged rows are written under, if
+// it has one.
+func unpartitionedSpec(meta table.Metadata) (iceberg.PartitionSpec, bool) {
 	if meta.PartitionSpec().IsUnpartitioned() {
 		return iceberg.PartitionSpec{}, false
 	}
@@ -547,14 +554,14 @@ func globalDeleteSpec(meta table.Metadata) (iceberg.PartitionSpec, bool) {
 	return iceberg.PartitionSpec{}, false
 }
 
-// ensureGlobalDeleteSpec adds an unpartitioned spec, not the default, to a
+// ensureUnpartitionedSpec adds an unpartitioned spec, not the default, to a
 // partitioned table that has none, and returns the table as reloaded.
-func (l *Lake) ensureGlobalDeleteSpec(ctx context.Context, ident table.Identifier, tbl *table.Table) (*table.Table, error) {
+func (l *Lake) ensureUnpartitionedSpec(ctx context.Context, ident table.Identifier, tbl *table.Table) (*table.Table, error) {
 	meta := tbl.Metadata()
 	if meta.PartitionSpec().IsUnpartitioned() {
 		return tbl, nil
 	}
-	if _, ok := globalDeleteSpec(meta); ok {
+	if _, ok := unpartitionedSpec(meta); ok {
 		return tbl, nil
 	}
 	lastID := iceberg.PartitionDataIDStart - 1
@@ -565,13 +572,13 @@ func (l *Lake) ensureGlobalDeleteSpec(ctx context.Context, ident table.Identifie
 		table.AssertDefaultSpecID(meta.DefaultPartitionSpec())}
 	updates := []table.Update{table.NewAddPartitionSpecUpdate(iceberg.UnpartitionedSpec, false)}
 	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
-		return nil, fmt.Errorf("add the unpartitioned spec for global equality deletes to %s: %w", strings.Join(ident, "."), err)
+		return nil, fmt.Errorf("add an unpartitioned spec (for global equality deletes and staged rows) to %s: %w", strings.Join(ident, "."), err)
 	}
 	fresh, err := l.cat.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
 	}
-	if _, ok := globalDeleteSpec(fresh.Metadata()); !ok {
+	if _, ok := unpartitionedSpec(fresh.Metadata()); !ok {
 		return nil, fmt.Errorf("the catalog accepted the unpartitioned spec of %s but its metadata does not show it", strings.Join(ident, "."))
 	}
 	return fresh, nil

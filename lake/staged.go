@@ -1,0 +1,175 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// Staged rows (issue 23). On a finely partitioned table (days x buckets
+// over years of rows) an epoch's changes land in thousands of partitions,
+// a row or two each, and a file per partition made an epoch thousands of
+// files: the file, not the row, was the unit of cost (about a millisecond
+// of CPU each on a local disk, a PUT each on S3), so such a table fell
+// behind at a fraction of the rate an unpartitioned one keeps up with.
+//
+// So a write of a partitioned table in position or dv mode whose rows
+// would make more than stagePartitions partition files keeps a file of its
+// own only for the partitions with at least stageMinRows rows; the rows of
+// the others go to one file (rolled at the target size) written under the
+// table's unpartitioned spec, the one global equality deletes use. Iceberg
+// allows data files of any of a table's specs; every reader reads them
+// (a partition filter cannot skip them, their column bounds still can).
+// Deletes of staged rows follow them: a position delete file applies to
+// the data files of its own spec and partition, so the deletes of staged
+// rows are written under the unpartitioned spec too (posdelete.go groups
+// by the data file's spec), and a deletion vector names its data file.
+//
+// Compaction moves staged rows into their partitions: the staged files
+// are always due, and their live rows are written through the same
+// writer without staging (partFile), so that each partition gets one file
+// for all the epochs staged since the last run instead of one per epoch.
+// Equality mode does not stage: its global deletes count only for the
+// partitions of their rows (globaldel.go), which a staged copy is not in.
+
+// stagePartitions is the number of partition files above which a write
+// stages the rows of its sparse partitions.
+const stagePartitions = 64
+
+// stageMinRows is the number of rows from which a partition of such a
+// write keeps its own file: the file's fixed cost is then small next to
+// its rows'.
+const stageMinRows = 1024
+
+// stageSparse splits the groups of a write: those written to their own
+// partition, and the rows of the others as one group to stage (nil when
+// none is staged).
+func stageSparse(groups []*group) (kept []*group, staged *group) {
+	if len(groups) <= stagePartitions {
+		return groups, nil
+	}
+	staged = &group{}
+	for _, g := range groups {
+		if len(g.rows) >= stageMinRows {
+			kept = append(kept, g)
+			continue
+		}
+		staged.rows = append(staged.rows, g.rows...)
+	}
+	return kept, staged
+}
+
+// isStaged says whether df is a staged data file: a data file under the
+// unpartitioned spec of a partitioned table.
+func (t *Table) isStaged(df iceberg.DataFile) bool {
+	st := t.dataFile.stage
+	return st != nil && df.ContentType() == iceberg.EntryContentData && int(df.SpecID()) == st.part.spec.ID()
+}
+
+// stagedChunkBytes bounds the rows a staged rewrite holds at once
+// (cdcsync.Row.MemSize): each chunk is written to its partitions before
+// the next is read.
+const stagedChunkBytes = 64 << 20
+
+// rewriteStaged moves the live rows of the staged files of g into their
+// partitions, written as an epoch's are but without staging.
+func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes) (res table.CompactionGroupResult, err error) {
+	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
+	whole := wholeFiles(g)
+	rd, err := readLive(ctx, tbl, whole, shared)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			t.removeFiles(ctx, tbl, res.NewDataFiles)
+			res.NewDataFiles = nil
+		}
+	}()
+	var (
+		rows  []cdcsync.Row
+		bytes int
+	)
+	flush := func() error {
+		files, err := t.writeFiles(ctx, tbl, t.partFile, rows, nil)
+		if err != nil {
+			return fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, files...)
+		rows, bytes = rows[:0], 0
+		return nil
+	}
+	for rec, err := range rd.records {
+		if err != nil {
+			return res, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
+		}
+		rs, err := rowsFromBatch(rec, t.Schema)
+		rec.Release()
+		if err != nil {
+			return res, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
+		}
+		for _, r := range rs {
+			rows = append(rows, r)
+			bytes += r.MemSize()
+		}
+		if bytes >= stagedChunkBytes {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if len(rows) > 0 {
+		if err := flush(); err != nil {
+			return res, err
+		}
+	}
+	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
+		return res, fmt.Errorf("staged rows of %s: %w", t.ID, err)
+	}
+	for _, f := range res.NewDataFiles {
+		res.BytesAfter += f.FileSizeBytes()
+	}
+	for _, tk := range whole.Tasks {
+		res.OldDataFiles = append(res.OldDataFiles, tk.File)
+		// A deletion vector names one data file: it goes with it.
+		res.SafeDeletionVectors = append(res.SafeDeletionVectors, tk.DeletionVectorFiles...)
+	}
+	return res, nil
+}
+
+// wholeFiles returns g with one task per data file, covering all of it
+// with the deletes of all its tasks: deletes by position need a file read
+// whole and in order.
+func wholeFiles(g table.CompactionTaskGroup) table.CompactionTaskGroup {
+	byPath := map[string]int{}
+	var out []table.FileScanTask
+	addNew := func(have []iceberg.DataFile, more []iceberg.DataFile) []iceberg.DataFile {
+		for _, d := range more {
+			if !slices.ContainsFunc(have, func(h iceberg.DataFile) bool { return dvKey(h) == dvKey(d) }) {
+				have = append(have, d)
+			}
+		}
+		return have
+	}
+	for _, tk := range g.Tasks {
+		i, ok := byPath[tk.File.FilePath()]
+		if !ok {
+			i = len(out)
+			byPath[tk.File.FilePath()] = i
+			w := tk
+			w.Start, w.Length = 0, tk.File.FileSizeBytes()
+			w.DeleteFiles, w.EqualityDeleteFiles, w.DeletionVectorFiles = nil, nil, nil
+			out = append(out, w)
+		}
+		out[i].DeleteFiles = addNew(out[i].DeleteFiles, tk.DeleteFiles)
+		out[i].EqualityDeleteFiles = addNew(out[i].EqualityDeleteFiles, tk.EqualityDeleteFiles)
+		out[i].DeletionVectorFiles = addNew(out[i].DeletionVectorFiles, tk.DeletionVectorFiles)
+	}
+	g.Tasks = out
+	return g
+}

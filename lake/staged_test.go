@@ -1,0 +1,128 @@
+package lake
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
+)
+
+// liveDataFiles returns the current snapshot's data files by spec id.
+func liveDataFiles(t *testing.T, tbl *table.Table) map[int32]int {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int{}
+	seen := map[string]bool{}
+	for _, tk := range tasks {
+		if !seen[tk.File.FilePath()] {
+			seen[tk.File.FilePath()] = true
+			out[tk.File.SpecID()]++
+		}
+	}
+	return out
+}
+
+// TestStagedRows: an epoch spread over thousands of partitions writes its
+// rows as one staged file, its updates and deletes of staged rows as one
+// delete file (or deletion vectors of one Puffin file), and compaction moves
+// the live rows to their partitions, after which updates find them there.
+func TestStagedRows(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  mode: "+mode+"\n  index_dir: "+dir+"/index\n", "day(created_at)"))
+			tb, err := lk.EnsureTable(ctx, ordersSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			unpart, ok := unpartitionedSpec(tb.Iceberg().Metadata())
+			if !ok {
+				t.Fatal("the partitioned table has no unpartitioned spec")
+			}
+			spec := tb.Iceberg().Metadata().PartitionSpec()
+			staged, parted := int32(unpart.ID()), int32(spec.ID())
+			model := map[int64]cdcsync.Row{}
+			var rows []cdcsync.Row
+			// 3,000 rows over 3,000 days, and 2,000 rows of one day: that
+			// partition keeps a file of its own.
+			for id := int64(1); id <= 5000; id++ {
+				day := id
+				if id > 3000 {
+					day = 9000
+				}
+				model[id] = orderRow(id, day, "v1")
+				rows = append(rows, model[id])
+			}
+			epoch := int64(0)
+			commit := func(dels, rows []cdcsync.Row) *table.Snapshot {
+				t.Helper()
+				epoch++
+				if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
+					t.Fatal(err)
+				}
+				assertOrders(t, tb.Iceberg(), model)
+				return tb.Iceberg().CurrentSnapshot()
+			}
+			s := commit(nil, rows)
+			if got := s.Summary.Properties["added-data-files"]; got != "2" {
+				t.Errorf("the first epoch added %s data files, want 2: the dense partition's and one staged", got)
+			}
+			if got := liveDataFiles(t, tb.Iceberg()); got[staged] != 1 || got[parted] != 1 {
+				t.Errorf("data files by spec %v, want 1 staged (spec %d) and 1 partitioned (spec %d)", got, staged, parted)
+			}
+
+			// Update 1,000 sparse rows (moving them a day) and delete 200.
+			var dels []cdcsync.Row
+			rows = rows[:0]
+			for id := int64(1); id <= 1200; id++ {
+				dels = append(dels, model[id])
+				if id > 1000 {
+					delete(model, id)
+					continue
+				}
+				model[id] = orderRow(id, id+1, "v2")
+				rows = append(rows, model[id])
+			}
+			s = commit(dels, rows)
+			if got := s.Summary.Properties["added-data-files"]; got != "1" {
+				t.Errorf("the update epoch added %s data files, want 1 staged", got)
+			}
+			if n := len(addedDeleteFiles(t, tb.Iceberg(), *s.ParentSnapshotID)); n != 1 {
+				t.Errorf("the update epoch added %d delete files, want 1", n)
+			}
+
+			o := testOpts()
+			res, err := tb.Compact(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+			got := liveDataFiles(t, tb.Iceberg())
+			if got[staged] != 0 {
+				t.Errorf("after the compaction (%+v) %d staged files are left", res, got[staged])
+			}
+			if got[parted] != len(model)-2000+1 {
+				t.Errorf("after the compaction %d partition files, want %d: one a day", got[parted], len(model)-2000+1)
+			}
+			if st := tb.Stats(); st.DeleteFiles != 0 {
+				t.Errorf("after the compaction %d delete files are left", st.DeleteFiles)
+			}
+
+			// The key index followed the rows: updating them again deletes
+			// their moved copies.
+			dels, rows = dels[:0], rows[:0]
+			for id := int64(1); id <= 100; id++ {
+				dels = append(dels, model[id])
+				model[id] = orderRow(id, id+1, "v3")
+				rows = append(rows, model[id])
+			}
+			commit(dels, rows)
+		})
+	}
+}

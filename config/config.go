@@ -181,6 +181,23 @@ type TableRule struct {
 	// table. Empty: deletes.mode for a new table, and an existing table
 	// keeps its mode.
 	Deletes string `yaml:"deletes"`
+	// StageAbove is the number of partition files above which an epoch of
+	// this partitioned table (position or dv deletes) writes the rows of
+	// its partitions with fewer than 1,024 rows as one staged file, which
+	// compaction moves to their partitions (docs/configuration.md). Nil:
+	// DefaultStageAbove; 0: never stage.
+	StageAbove *int `yaml:"stage_above"`
+}
+
+// DefaultStageAbove is tables[].stage_above when a rule does not set it.
+const DefaultStageAbove = 64
+
+// StageAboveFor returns the stage_above of db.table's rule or the default.
+func (c *Config) StageAboveFor(db, table string) int {
+	if r := c.Rule(db, table); r != nil && r.StageAbove != nil {
+		return *r.StageAbove
+	}
+	return DefaultStageAbove
 }
 
 // Deletes is how the tables record updates and deletes, and where the key

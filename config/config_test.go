@@ -105,6 +105,7 @@ tables:
     partition: ["day(created_at)", "bucket(16, id)"]
     ddl_incompatible: recopy
     deletes: position
+    stage_above: 128
   - match: crm.customers
     partition: [country, "truncate(4, zip)"]
 epoch:
@@ -188,7 +189,7 @@ var fullWant = Config{
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
 	},
 	Tables: []TableRule{
-		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy", Deletes: "position"},
+		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy", Deletes: "position", StageAbove: new(128)},
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
 	Epoch:       Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
@@ -584,6 +585,8 @@ func TestTableRules(t *testing.T) {
 			`line 16: tables[0].partition[8] "a b" is not a column name or a transform`,
 			`line 17: tables[0].partition[9] "month(x, y)" is not valid: month takes one column, e.g. month(created_at)`,
 			`line 19: tables[0].partition[11] "bucket(16,id)" repeats partition[10]: remove one of them`}},
+		{"negative stage_above", "  - match: shop.orders\n    stage_above: -1\n", []string{
+			`line 7: tables[0].stage_above is -1; it is a number of partition files (default 64), or 0 to never stage rows`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -595,6 +598,12 @@ func TestTableRules(t *testing.T) {
 	r := c.Rule("shop", "orders")
 	if r == nil || r.Namespace != "shop" || r.Name != "orders" {
 		t.Fatalf("Rule(shop, orders) = %+v", r)
+	}
+	if n := c.StageAboveFor("shop", "orders"); n != DefaultStageAbove {
+		t.Errorf("stage_above unset: %d, want the default %d", n, DefaultStageAbove)
+	}
+	if n := parseOK(t, base+"  - match: shop.orders\n    stage_above: 0\n").StageAboveFor("shop", "orders"); n != 0 {
+		t.Errorf("stage_above: 0 gave %d", n)
 	}
 	fields, err := r.PartitionFields()
 	if err != nil {

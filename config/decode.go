@@ -192,6 +192,11 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		// An optional value: nil when the key is absent.
+		p := reflect.New(v.Type().Elem())
+		d.decodeValue(n, p.Elem(), path)
+		v.Set(p)
 	case reflect.Struct:
 		d.decodeStruct(n, v, path)
 	case reflect.Slice:

@@ -426,6 +426,9 @@ func (p *problems) tables() {
 		if r.Deletes != "" {
 			p.enum(fmt.Sprintf("tables[%d].deletes", i), r.Deletes, deletesModes)
 		}
+		if r.StageAbove != nil && *r.StageAbove < 0 {
+			p.add(fmt.Sprintf("tables[%d].stage_above", i), "tables[%d].stage_above is %d; it is a number of partition files (default %d), or 0 to never stage rows", i, *r.StageAbove, DefaultStageAbove)
+		}
 	}
 }
 

@@ -289,6 +289,9 @@ func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch,
 	if t.mode == DeletesDV {
 		t.advanceDVs(base, dels)
 	}
+	if slices.ContainsFunc(data, t.isStaged) {
+		t.state.staged.Store(true)
+	}
 	return nil
 }
 

@@ -138,6 +138,9 @@ func seqOf(tk *table.FileScanTask) int64 {
 // CompactionDue is a cheap check of the current snapshot's summary: false
 // means no partition can have reached a threshold, so planning is not needed.
 func (t *Table) CompactionDue(o CompactOptions) bool {
+	if t.state.staged.Load() {
+		return true // staged rows always move to their partitions
+	}
 	s := t.Stats()
 	return s.DeleteFiles >= int64(o.DeleteFiles) || s.DataFiles >= int64(o.SmallFiles) ||
 		(s.Records > 0 && float64(s.DeleteRows) >= o.DeleteRatio*float64(s.Records))
@@ -224,7 +227,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
-			gr, err = t.rewriteStaged(ctx, base, g, shared)
+			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles)
 		} else {
 			gr, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}
@@ -258,6 +261,9 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	}
 	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, cleanup, &res, held); err != nil {
 		return res, err
+	}
+	if t.stageFile != nil {
+		t.state.staged.Store(stagedLeft(tasks, results, t.isStaged))
 	}
 	if held && res.Snapshot != 0 && t.state.keys != nil {
 		// The rewrite moved live rows: the index follows in the same

@@ -40,7 +40,8 @@ type fileOut struct {
 	// stage, on the data files of a partitioned table in position or dv
 	// mode, is where the rows of a write spread over many partitions go
 	// instead (staged.go).
-	stage *fileOut
+	stage      *fileOut
+	stageAbove int // tables[].stage_above
 }
 
 // partitioner computes the partition of a row under a spec.
@@ -242,14 +243,23 @@ type fileWriter struct {
 // order. The files must hold exactly len(rows) rows. When locs is not nil
 // (len(rows) long), locs[i] is set to where rows[i] landed.
 func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row, locs []rowLoc) ([]iceberg.DataFile, error) {
+	return t.writeSplit(ctx, tbl, out, rows, locs, func(groups []*group) ([]*group, *group) {
+		if out.stage == nil {
+			return groups, nil
+		}
+		return stageSparse(groups, out.stageAbove)
+	})
+}
+
+// writeSplit is writeFiles with the choice of the partitions whose rows are
+// staged (out.stage) made by split.
+func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row, locs []rowLoc,
+	split func([]*group) (kept []*group, staged *group)) ([]iceberg.DataFile, error) {
 	groups, err := out.part.groupRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
 	}
-	var staged *group
-	if out.stage != nil {
-		groups, staged = stageSparse(groups)
-	}
+	groups, staged := split(groups)
 	w, err := t.newFileWriter(ctx, tbl, out)
 	if err != nil {
 		return nil, err

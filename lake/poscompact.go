@@ -138,7 +138,8 @@ func selectPositionCompaction(tasks []table.FileScanTask, deleted map[string]int
 			n := deleted[tk.File.FilePath()]
 			// Staged rows always move to their partitions.
 			if p.staged || (n > 0 && (o.Force || small(tk) || (tk.File.Count() > 0 && float64(n) >= o.DeleteRatio*float64(tk.File.Count())))) {
-				cands = append(cands, compactCand{tk, n > 0})
+				// (A staged file counts as carrying: it is rewritten alone too.)
+				cands = append(cands, compactCand{tk, n > 0 || p.staged})
 			}
 		}
 		smallDue = smallDue || len(cands) > 0

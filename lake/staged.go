@@ -19,7 +19,8 @@ import (
 // behind at a fraction of the rate an unpartitioned one keeps up with.
 //
 // So a write of a partitioned table in position or dv mode whose rows
-// would make more than stagePartitions partition files keeps a file of its
+// would make more than tables[].stage_above (default 64) partition files
+// keeps a file of its
 // own only for the partitions with at least stageMinRows rows; the rows of
 // the others go to one file (rolled at the target size) written under the
 // table's unpartitioned spec, the one global equality deletes use. Iceberg
@@ -37,10 +38,6 @@ import (
 // Equality mode does not stage: its global deletes count only for the
 // partitions of their rows (globaldel.go), which a staged copy is not in.
 
-// stagePartitions is the number of partition files above which a write
-// stages the rows of its sparse partitions.
-const stagePartitions = 64
-
 // stageMinRows is the number of rows from which a partition of such a
 // write keeps its own file: the file's fixed cost is then small next to
 // its rows'.
@@ -49,8 +46,8 @@ const stageMinRows = 1024
 // stageSparse splits the groups of a write: those written to their own
 // partition, and the rows of the others as one group to stage (nil when
 // none is staged).
-func stageSparse(groups []*group) (kept []*group, staged *group) {
-	if len(groups) <= stagePartitions {
+func stageSparse(groups []*group, above int) (kept []*group, staged *group) {
+	if len(groups) <= above {
 		return groups, nil
 	}
 	staged = &group{}
@@ -61,13 +58,16 @@ func stageSparse(groups []*group) (kept []*group, staged *group) {
 		}
 		staged.rows = append(staged.rows, g.rows...)
 	}
+	if len(staged.rows) == 0 {
+		return kept, nil
+	}
 	return kept, staged
 }
 
 // isStaged says whether df is a staged data file: a data file under the
 // unpartitioned spec of a partitioned table.
 func (t *Table) isStaged(df iceberg.DataFile) bool {
-	st := t.dataFile.stage
+	st := t.stageFile
 	return st != nil && df.ContentType() == iceberg.EntryContentData && int(df.SpecID()) == st.part.spec.ID()
 }
 
@@ -78,7 +78,12 @@ const stagedChunkBytes = 64 << 20
 
 // rewriteStaged moves the live rows of the staged files of g into their
 // partitions, written as an epoch's are but without staging.
-func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes) (res table.CompactionGroupResult, err error) {
+//
+// A run writes at most maxFiles partition files (<= 0: no limit), for the
+// partitions with the most rows; the rows of the others are staged again,
+// in a new staged file that replaces the old ones. A position or dv run
+// holds the table's commit lock, which bounds the time epochs wait for it.
+func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
 	rd, err := readLive(ctx, tbl, whole, shared)
@@ -95,8 +100,20 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		rows  []cdcsync.Row
 		bytes int
 	)
+	out := *t.partFile
+	out.stage = t.stageFile
+	budget := maxFiles
+	split := func(groups []*group) ([]*group, *group) {
+		if maxFiles <= 0 || len(groups) <= budget {
+			budget -= len(groups)
+			return groups, nil
+		}
+		kept, staged := largestGroups(groups, max(budget, 0))
+		budget -= len(kept)
+		return kept, staged
+	}
 	flush := func() error {
-		files, err := t.writeFiles(ctx, tbl, t.partFile, rows, nil)
+		files, err := t.writeSplit(ctx, tbl, &out, rows, nil, split)
 		if err != nil {
 			return fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
 		}
@@ -172,4 +189,40 @@ func wholeFiles(g table.CompactionTaskGroup) table.CompactionTaskGroup {
 	}
 	g.Tasks = out
 	return g
+}
+
+// stagedLeft says whether staged files are left after a compaction: one of
+// tasks (its plan) that results did not rewrite, or one results wrote.
+func stagedLeft(tasks []table.FileScanTask, results []table.CompactionGroupResult, staged func(iceberg.DataFile) bool) bool {
+	gone := map[string]bool{}
+	for _, gr := range results {
+		for _, f := range gr.OldDataFiles {
+			gone[f.FilePath()] = true
+		}
+		if slices.ContainsFunc(gr.NewDataFiles, staged) {
+			return true // rows staged again by a bounded run
+		}
+	}
+	for _, tk := range tasks {
+		if staged(tk.File) && !gone[tk.File.FilePath()] {
+			return true
+		}
+	}
+	return false
+}
+
+// largestGroups keeps the n groups with the most rows and returns the rows
+// of the others as one group (nil when none is left).
+func largestGroups(groups []*group, n int) (kept []*group, rest *group) {
+	sorted := slices.Clone(groups)
+	slices.SortStableFunc(sorted, func(a, b *group) int { return len(b.rows) - len(a.rows) })
+	kept = sorted[:min(n, len(sorted))]
+	if len(sorted) == len(kept) {
+		return kept, nil
+	}
+	rest = &group{}
+	for _, g := range sorted[len(kept):] {
+		rest.rows = append(rest.rows, g.rows...)
+	}
+	return kept, rest
 }

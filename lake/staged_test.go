@@ -126,3 +126,50 @@ func TestStagedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedRowsBoundedRuns: a compaction writes at most max_files
+// partition files for staged rows, stages the others again, stays due,
+// and drains them over several runs.
+func TestStagedRowsBoundedRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  index_dir: "+dir+"/index\n", "day(created_at)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[int64]cdcsync.Row{}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 1000; id++ {
+		model[id] = orderRow(id, id%250, "v1") // 250 days, 4 rows each
+		rows = append(rows, model[id])
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := testOpts()
+	o.MaxFiles = 100
+	for run := 1; ; run++ {
+		if !tb.CompactionDue(o) {
+			if run != 4 {
+				t.Errorf("the staged rows were moved in %d runs, want 3 of at most 100 partitions", run-1)
+			}
+			break
+		}
+		if run > 4 {
+			t.Fatal("compaction is still due after 4 runs")
+		}
+		res, err := tb.Compact(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AddedFiles > o.MaxFiles+1 {
+			t.Errorf("run %d wrote %d files, want at most %d partition files and one staged", run, res.AddedFiles, o.MaxFiles)
+		}
+		assertOrders(t, tb.Iceberg(), model)
+	}
+	spec := tb.Iceberg().Metadata().PartitionSpec()
+	if got := liveDataFiles(t, tb.Iceberg()); len(got) != 1 || got[int32(spec.ID())] != 250 {
+		t.Errorf("data files by spec after the runs: %v, want 250 under spec %d", got, spec.ID())
+	}
+}

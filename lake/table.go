@@ -53,8 +53,10 @@ type Table struct {
 	// partition sources.
 	dataFile, eqFile *fileOut
 	// partFile is dataFile without staging (staged.go): every row in its
-	// partition, as compaction writes them.
-	partFile *fileOut
+	// partition, as compaction writes them. stageFile is the staged data
+	// files' (nil on a table that cannot have any); dataFile stages rows
+	// there when tables[].stage_above allows.
+	partFile, stageFile *fileOut
 	// mode is how the table records updates and deletes: DeletesPosition
 	// (through the key index, state.keys) or DeletesEquality.
 	mode  string
@@ -100,6 +102,10 @@ type tableState struct {
 	// dvs are the live deletion vectors of a table in dv mode as of one
 	// snapshot (dv.go); under commitMu.
 	dvs *liveDVSet
+	// staged says the table may hold staged files (staged.go), which
+	// make compaction due: set when rows are staged (and at open),
+	// cleared by a compaction that leaves none.
+	staged atomic.Bool
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
@@ -448,15 +454,16 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	}
 	eqFile := &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: part}
 	dataFile := &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part}
+	var stageFile *fileOut
 	if global, ok := unpartitionedSpec(tbl.Metadata()); ok {
 		gp, err := newPartitioner(ts, sc, global)
 		if err != nil {
 			return nil, err
 		}
 		eqFile = &fileOut{layout: delOut, schema: delSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: gp}
-		if byPosition(deletesMode(tbl)) {
-			dataFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part,
-				stage: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: gp}}
+		stageFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: gp}
+		if above := l.cfg.StageAboveFor(ts.ID.Database, ts.ID.Table); byPosition(deletesMode(tbl)) && above > 0 {
+			dataFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part, stage: stageFile, stageAbove: above}
 		}
 	}
 	c, err := committedIn(tbl, l.cfg.Pipeline)
@@ -465,11 +472,13 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	}
 	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
-		dataFile: dataFile,
-		partFile: &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
-		eqFile:   eqFile,
-		part:     part, files: l.files,
+		dataFile:  dataFile,
+		partFile:  &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
+		stageFile: stageFile,
+		eqFile:    eqFile,
+		part:      part, files: l.files,
 		mode: deletesMode(tbl), spills: l.keys}
+	t.state.staged.Store(stageFile != nil)
 	if byPosition(t.mode) && l.keys != nil {
 		if err := t.attachIndex(l.keys, l.log, l.indexFault); err != nil {
 			return nil, err

@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
 	"github.com/cdcsync/cdcsync/integration/testenv"
@@ -179,9 +181,15 @@ func newEngineRun(t *testing.T, dbName string, o envOptions, catalogName string)
 	for name, mode := range o.tableDeletes {
 		o.tables = strings.Replace(o.tables, "match: "+dbName+"."+name+"\n", "match: "+dbName+"."+name+"\n    deletes: "+mode+"\n", 1)
 	}
+	for name, lines := range o.tableRules {
+		o.tables = strings.Replace(o.tables, "match: "+dbName+"."+name+"\n", "match: "+dbName+"."+name+"\n"+lines, 1)
+	}
 	// Compact often, so the engines also read data files that maintenance
 	// rewrote (replace snapshots) under the newer epochs' deletes.
-	o.extra = "maintenance:\n  every_epochs: 2\n  compaction:\n    delete_files: 2"
+	if o.compaction == "" {
+		o.compaction = "    delete_files: 2\n"
+	}
+	o.extra = "maintenance:\n  every_epochs: 2\n  compaction:\n" + strings.TrimSuffix(o.compaction, "\n")
 	e := newEnv(t, dbName, o)
 	if catalogName != "cdcsync" {
 		e.rewriteConfig("  name: cdcsync\n", "  name: "+catalogName+"\n")
@@ -342,16 +350,22 @@ func TestEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	// events stages every epoch's rows (stage_above: 1), and compaction
+	// moves at most two partitions' worth a run, so the engines read
+	// staged rows (data files under the unpartitioned spec) with their
+	// position deletes or deletion vectors, next to moved ones.
+	staged := map[string]string{"events": "    stage_above: 1\n"}
+	const fewMoves = "    delete_files: 2\n    max_files: 2\n"
 	runs := []*engineRun{
-		newEngineRun(t, "it_eng_local", envOptions{epoch: spillEpoch}, "cdcsync"),
+		newEngineRun(t, "it_eng_local", envOptions{epoch: spillEpoch, tableRules: staged, compaction: fewMoves}, "cdcsync"),
 		// Tables in dv mode (format v3, deletion vectors).
-		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true, deletesMode: "dv", epoch: spillEpoch}, "lake_s3"),
+		newEngineRun(t, "it_eng_minio", envOptions{onMinIO: true, deletesMode: "dv", epoch: spillEpoch, tableRules: staged, compaction: fewMoves}, "lake_s3"),
 		// A table of each mode on the PostgreSQL catalog, the one Trino
 		// reads (it has no SQLite driver): items in dv, events in
 		// position, pairs in equality (the mode of earlier versions, or
 		// chosen), which every engine but pyiceberg reads.
 		newEngineRun(t, "it_eng_pg", envOptions{onMinIO: true, pgDSN: pg.DSN("enginecat"), deletesMode: "equality", epoch: spillEpoch,
-			tableDeletes: map[string]string{"items": "dv", "events": "position"}}, "lake_pg"),
+			tableDeletes: map[string]string{"items": "dv", "events": "position"}, tableRules: staged, compaction: fewMoves}, "lake_pg"),
 	}
 	t.Run("cdcsync", func(t *testing.T) {
 		for i, r := range runs {
@@ -378,6 +392,9 @@ func TestEngines(t *testing.T) {
 			tbl, err := lk.LoadTable(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if name == "events" {
+				assertStagedRows(t, tbl)
 			}
 			et := &engineTable{Catalog: r.catalog.Name, Namespace: id[0], Table: id[1], MetadataLocation: tbl.MetadataLocation(),
 				schema: ts, want: mysqlRowsOn(t, r.e.server, ts), mode: lake.DeletesMode(tbl)}
@@ -788,4 +805,30 @@ func canonicalDecimal(s string, scale int) (string, error) {
 		return sign + intPart, nil
 	}
 	return sign + intPart + "." + frac, nil
+}
+
+// assertStagedRows fails unless the current snapshot of tbl, a partitioned
+// table, has live data files under an unpartitioned spec (staged rows) and
+// under its partition spec, so that the engines read both.
+func assertStagedRows(t *testing.T, tbl *table.Table) {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[int]bool{}
+	for _, s := range tbl.Metadata().PartitionSpecs() {
+		specs[s.ID()] = s.IsUnpartitioned()
+	}
+	var staged, placed int
+	for _, tk := range tasks {
+		if specs[int(tk.File.SpecID())] {
+			staged++
+		} else {
+			placed++
+		}
+	}
+	if staged == 0 || placed == 0 {
+		t.Errorf("%s has %d staged and %d partitioned data files; the engines should read both", strings.Join(tbl.Identifier(), "."), staged, placed)
+	}
 }

@@ -64,6 +64,12 @@ type envOptions struct {
 	// tableDeletes sets tables[].deletes of the named workload tables
 	// (newEngineRun only).
 	tableDeletes map[string]string
+	// tableRules adds lines (YAML, indented for a tables[] entry) to the
+	// rules of the named workload tables (newEngineRun only).
+	tableRules map[string]string
+	// compaction is maintenance.compaction's body, indented (newEngineRun
+	// only; default delete_files: 2).
+	compaction string
 }
 
 // adminDefault as envOptions.admin leaves admin: out of the config.

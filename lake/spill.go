@@ -340,9 +340,20 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 		return nil
 	}
 	base := t.current()
-	w, err := t.newFileWriter(ctx, base, t.dataFile)
-	if err != nil {
-		return err
+	// A file is copied under its own spec: staged files (staged.go) under
+	// the unpartitioned one.
+	writers := map[int]*fileWriter{}
+	writerFor := func(spec int) (*fileWriter, error) {
+		if w, ok := writers[spec]; ok {
+			return w, nil
+		}
+		out := t.dataFile
+		if t.stageFile != nil && spec == t.stageFile.part.spec.ID() {
+			out = t.stageFile
+		}
+		w, err := t.newFileWriter(ctx, base, out)
+		writers[spec] = w
+		return w, err
 	}
 	kc, err := newKeyColumns(base.Schema(), t.Schema)
 	if err != nil {
@@ -358,6 +369,10 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 			return fmt.Errorf("a spill of %s deleted rows of %s, which is not one of its files; this is a bug", t.ID, path)
 		}
 		old := s.data[oldID]
+		w, err := writerFor(old.spec)
+		if err != nil {
+			return err
+		}
 		gone := make([]int64, 0, s.pdvs.entries[path].bitmap.Cardinality())
 		for p := range s.pdvs.entries[path].bitmap.Positions() {
 			gone = append(gone, int64(p))

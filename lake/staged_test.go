@@ -173,3 +173,47 @@ func TestStagedRowsBoundedRuns(t *testing.T) {
 		t.Errorf("data files by spec after the runs: %v, want 250 under spec %d", got, spec.ID())
 	}
 }
+
+// TestSpillStagedRows: an epoch spilled in parts whose rows are staged, and
+// whose later parts delete rows of the earlier (in dv mode the spilled file
+// is copied without them before the commit), commits whole.
+func TestSpillStagedRows(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  mode: "+mode+"\n  index_dir: "+dir+"/index\n", "day(created_at)"))
+			tb, err := lk.EnsureTable(ctx, ordersSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := map[int64]cdcsync.Row{}
+			var rows []cdcsync.Row
+			for id := int64(1); id <= 300; id++ {
+				model[id] = orderRow(id, id, "v1")
+				rows = append(rows, model[id])
+			}
+			if err := tb.Spill(ctx, 9, nil, rows); err != nil {
+				t.Fatal(err)
+			}
+			var dels []cdcsync.Row
+			rows = rows[:0]
+			for id := int64(100); id < 200; id++ {
+				dels = append(dels, model[id])
+				if id%2 == 0 {
+					delete(model, id)
+					continue
+				}
+				model[id] = orderRow(id, id+1000, "v2")
+				rows = append(rows, model[id])
+			}
+			if err := tb.Spill(ctx, 9, dels, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1), Spill: 9}, nil, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+		})
+	}
+}

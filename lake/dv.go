@@ -158,14 +158,29 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 	if err != nil {
 		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
 	}
-	for start := 0; start < len(set.order); start += dvsPerFile {
-		paths := set.order[start:min(start+dvsPerFile, len(set.order))]
-		a, s, err := t.writeDVFile(ctx, tbl, wfs, loc.NewDataLocation(uuid.NewString()+"-dv.puffin"), set, paths, live)
-		if err != nil {
-			t.removeFiles(ctx, tbl, added)
-			return nil, nil, err
+	// A Puffin file holds the vectors of one partition spec (a table with
+	// staged rows, staged.go, has two), so that a reader that groups
+	// delete files by spec finds each file under one.
+	bySpec := map[int][]string{}
+	var specs []int
+	for _, p := range set.order {
+		sp := set.entries[p].spec
+		if _, ok := bySpec[sp]; !ok {
+			specs = append(specs, sp)
 		}
-		added, superseded = append(added, a...), append(superseded, s...)
+		bySpec[sp] = append(bySpec[sp], p)
+	}
+	for _, sp := range specs {
+		order := bySpec[sp]
+		for start := 0; start < len(order); start += dvsPerFile {
+			paths := order[start:min(start+dvsPerFile, len(order))]
+			a, s, err := t.writeDVFile(ctx, tbl, wfs, loc.NewDataLocation(uuid.NewString()+"-dv.puffin"), set, paths, live)
+			if err != nil {
+				t.removeFiles(ctx, tbl, added)
+				return nil, nil, err
+			}
+			added, superseded = append(added, a...), append(superseded, s...)
+		}
 	}
 	return added, superseded, nil
 }

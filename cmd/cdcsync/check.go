@@ -186,17 +186,24 @@ func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn,
 		if r.Deletes != "" {
 			mode = r.Deletes
 		}
-		report(true, est.Warn(), "partitions", partitionAdvice(est, mode))
+		report(true, est.Warn(), "partitions", partitionAdvice(est, mode, cfg.StageAboveFor(ts.ID.Database, ts.ID.Table)))
 	}
 }
 
 // partitionAdvice is check's message about a table's layout in deletes
-// mode mode: position mode writes a delete file per partition an epoch's
-// updates touch, dv mode one file an epoch.
-func partitionAdvice(est capture.PartitionEstimate, mode string) string {
+// mode mode, staging rows above stageAbove partition files: position mode
+// writes a delete file per partition an epoch's updates touch, dv mode a
+// Puffin file per 128 vectors.
+func partitionAdvice(est capture.PartitionEstimate, mode string, stageAbove int) string {
 	msg := est.String()
-	if est.Warn() && mode == config.DeletesPosition {
-		msg += "; in position mode (deletes.mode) its updates also write a delete file per partition they touch: deletes: dv (Iceberg format v3) writes an epoch's deletes as one file"
+	if !est.Warn() {
+		return msg
+	}
+	if mode != config.DeletesEquality && stageAbove > 0 {
+		msg += fmt.Sprintf("; cdcsync stages the rows of an epoch over more than %d partitions in one file (tables[].stage_above) and maintenance moves them to their partitions, a file each, so that cost falls on compaction and a partition filter cannot skip staged rows until then", stageAbove)
+	}
+	if mode == config.DeletesPosition {
+		msg += "; in position mode (deletes.mode) updates of rows in their partitions write a delete file per partition they touch: deletes: dv (Iceberg format v3) writes an epoch's deletes as a few files"
 	}
 	return msg
 }

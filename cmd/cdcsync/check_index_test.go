@@ -43,17 +43,23 @@ func TestCheckKeyIndex(t *testing.T) {
 // no such advice.
 func TestPartitionAdviceNamesDV(t *testing.T) {
 	fine := capture.PartitionEstimate{Table: cdcsync.TableID{Database: "shop", Table: "orders"}, Rows: 1_000_000, Partitions: 29_000, PerEpoch: 8_000}
-	if msg := partitionAdvice(fine, config.DeletesPosition); !strings.Contains(msg, "deletes: dv") {
+	if msg := partitionAdvice(fine, config.DeletesPosition, config.DefaultStageAbove); !strings.Contains(msg, "deletes: dv") {
 		t.Errorf("position mode, fine layout: no dv advice:\n%s", msg)
 	}
 	for _, mode := range []string{config.DeletesDV, config.DeletesEquality} {
-		if msg := partitionAdvice(fine, mode); strings.Contains(msg, "deletes: dv") {
+		if msg := partitionAdvice(fine, mode, config.DefaultStageAbove); strings.Contains(msg, "deletes: dv") {
 			t.Errorf("%s mode: dv advice:\n%s", mode, msg)
 		}
 	}
+	if msg := partitionAdvice(fine, config.DeletesDV, config.DefaultStageAbove); !strings.Contains(msg, "stage_above") {
+		t.Errorf("dv mode, fine layout: staging not named:\n%s", msg)
+	}
+	if msg := partitionAdvice(fine, config.DeletesDV, 0); strings.Contains(msg, "stage_above") {
+		t.Errorf("stage_above: 0 named as staging:\n%s", msg)
+	}
 	coarse := fine
 	coarse.Partitions, coarse.PerEpoch = 120, 120
-	if msg := partitionAdvice(coarse, config.DeletesPosition); strings.Contains(msg, "deletes: dv") {
+	if msg := partitionAdvice(coarse, config.DeletesPosition, config.DefaultStageAbove); strings.Contains(msg, "deletes: dv") {
 		t.Errorf("a coarse layout gets dv advice:\n%s", msg)
 	}
 }

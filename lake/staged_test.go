@@ -217,3 +217,37 @@ func TestSpillStagedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestStageSparse: a write over more partitions than stage_above stages
+// the rows of its partitions under 1,024 rows; one over fewer stages none.
+func TestStageSparse(t *testing.T) {
+	mk := func(sizes ...int) []*group {
+		var gs []*group
+		next := 0
+		for _, n := range sizes {
+			g := &group{}
+			for i := 0; i < n; i++ {
+				g.rows = append(g.rows, next)
+				next++
+			}
+			gs = append(gs, g)
+		}
+		return gs
+	}
+	if kept, staged := stageSparse(mk(1, 2, 3), 3); len(kept) != 3 || staged != nil {
+		t.Errorf("3 partitions at stage_above 3: kept %d, staged %v", len(kept), staged)
+	}
+	kept, staged := stageSparse(mk(1, 2000, 3, 1024), 3)
+	if len(kept) != 2 || len(kept[0].rows) != 2000 || len(kept[1].rows) != 1024 {
+		t.Errorf("kept %d groups, want the two of 1,024 rows or more", len(kept))
+	}
+	if staged == nil || len(staged.rows) != 4 {
+		t.Errorf("staged %v, want the 4 rows of the small partitions", staged)
+	}
+	if kept, staged := stageSparse(mk(2000, 3000, 4000, 5000), 3); len(kept) != 4 || staged != nil {
+		t.Errorf("4 large partitions: kept %d, staged %v; want all kept", len(kept), staged)
+	}
+	if kept, rest := largestGroups(mk(1, 5, 3, 4), 2); len(kept) != 2 || len(kept[0].rows) != 5 || len(kept[1].rows) != 4 || len(rest.rows) != 4 {
+		t.Errorf("largestGroups kept %d (%d, %d rows), rest %d rows", len(kept), len(kept[0].rows), len(kept[1].rows), len(rest.rows))
+	}
+}

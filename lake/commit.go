@@ -289,8 +289,11 @@ func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch,
 	if t.mode == DeletesDV {
 		t.advanceDVs(base, dels)
 	}
-	if slices.ContainsFunc(data, t.isStaged) {
-		t.state.staged.Store(true)
+	for _, f := range data {
+		if t.isStaged(f) {
+			t.state.staged.Store(true)
+			t.state.stagedRows.Add(f.Count())
+		}
 	}
 	return nil
 }

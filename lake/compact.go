@@ -263,7 +263,9 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		return res, err
 	}
 	if t.stageFile != nil {
-		t.state.staged.Store(stagedLeft(tasks, results, t.isStaged))
+		files, rows := stagedLeft(tasks, results, t.isStaged)
+		t.state.staged.Store(files > 0)
+		t.state.stagedRows.Store(rows)
 	}
 	if held && res.Snapshot != 0 && t.state.keys != nil {
 		// The rewrite moved live rows: the index follows in the same

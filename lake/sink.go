@@ -201,6 +201,7 @@ func (s *Sink) observe(id cdcsync.TableID) {
 	s.m.TableRecords.WithLabelValues(name).Set(float64(st.Records))
 	s.m.TableAvgFileBytes.WithLabelValues(name).Set(st.AvgFileBytes())
 	s.m.TableSnapshots.WithLabelValues(name).Set(float64(st.Snapshots))
+	s.m.TableStagedRows.WithLabelValues(name).Set(float64(t.StagedRows()))
 	s.m.TableLastCommit.WithLabelValues(name).SetToCurrentTime()
 	if c, ok := t.IndexCounts(); ok {
 		s.mu.Lock()

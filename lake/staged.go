@@ -191,25 +191,36 @@ func wholeFiles(g table.CompactionTaskGroup) table.CompactionTaskGroup {
 	return g
 }
 
-// stagedLeft says whether staged files are left after a compaction: one of
-// tasks (its plan) that results did not rewrite, or one results wrote.
-func stagedLeft(tasks []table.FileScanTask, results []table.CompactionGroupResult, staged func(iceberg.DataFile) bool) bool {
-	gone := map[string]bool{}
+// stagedLeft returns the rows of the staged files left after a compaction:
+// those of tasks (its plan) that results did not rewrite, and those results
+// wrote (a bounded run stages rows again); deletes are not subtracted.
+func stagedLeft(tasks []table.FileScanTask, results []table.CompactionGroupResult, staged func(iceberg.DataFile) bool) (files int, rows int64) {
+	seen := map[string]bool{}
 	for _, gr := range results {
 		for _, f := range gr.OldDataFiles {
-			gone[f.FilePath()] = true
+			seen[f.FilePath()] = true
 		}
-		if slices.ContainsFunc(gr.NewDataFiles, staged) {
-			return true // rows staged again by a bounded run
+		for _, f := range gr.NewDataFiles {
+			if staged(f) {
+				files++
+				rows += f.Count()
+			}
 		}
 	}
 	for _, tk := range tasks {
-		if staged(tk.File) && !gone[tk.File.FilePath()] {
-			return true
+		if staged(tk.File) && !seen[tk.File.FilePath()] {
+			seen[tk.File.FilePath()] = true
+			files++
+			rows += tk.File.Count()
 		}
 	}
-	return false
+	return files, rows
 }
+
+// StagedRows returns the rows of the table's staged files as of its last
+// compaction, plus those staged since (deletes not subtracted): rows that
+// partition filters cannot skip until compaction moves them.
+func (t *Table) StagedRows() int64 { return t.state.stagedRows.Load() }
 
 // largestGroups keeps the n groups with the most rows and returns the rows
 // of the others as one group (nil when none is left).

@@ -147,6 +147,9 @@ func TestStagedRowsBoundedRuns(t *testing.T) {
 	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
 		t.Fatal(err)
 	}
+	if n := tb.StagedRows(); n != 1000 {
+		t.Errorf("%d staged rows reported after the epoch, want 1000", n)
+	}
 	o := testOpts()
 	o.MaxFiles = 100
 	for run := 1; ; run++ {
@@ -167,6 +170,9 @@ func TestStagedRowsBoundedRuns(t *testing.T) {
 			t.Errorf("run %d wrote %d files, want at most %d partition files and one staged", run, res.AddedFiles, o.MaxFiles)
 		}
 		assertOrders(t, tb.Iceberg(), model)
+	}
+	if n := tb.StagedRows(); n != 0 {
+		t.Errorf("%d staged rows reported after the runs, want 0", n)
 	}
 	spec := tb.Iceberg().Metadata().PartitionSpec()
 	if got := liveDataFiles(t, tb.Iceberg()); len(got) != 1 || got[int32(spec.ID())] != 250 {

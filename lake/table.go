@@ -105,7 +105,8 @@ type tableState struct {
 	// staged says the table may hold staged files (staged.go), which
 	// make compaction due: set when rows are staged (and at open),
 	// cleared by a compaction that leaves none.
-	staged atomic.Bool
+	staged     atomic.Bool
+	stagedRows atomic.Int64 // see Table.StagedRows
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {

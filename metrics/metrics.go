@@ -42,6 +42,7 @@ type Metrics struct {
 	TableRecords         *prometheus.GaugeVec   // rows in the live data files (before deletes)
 	TableAvgFileBytes    *prometheus.GaugeVec   // average size of a live file (data and delete)
 	TableSnapshots       *prometheus.GaugeVec   // snapshots in the table's metadata
+	TableStagedRows      *prometheus.GaugeVec   // rows of staged data files
 	KeyIndexRebuilds     *prometheus.CounterVec // key index rebuilds from the table
 	KeyIndexRebuildRows  *prometheus.CounterVec // rows read by those rebuilds
 	KeyIndexReplayed     *prometheus.CounterVec // snapshots replayed into the key index
@@ -190,6 +191,9 @@ func New() *Metrics {
 	m.TableAvgFileBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_table_average_file_bytes", Help: "Average size in bytes of a live file (data or delete) of the Iceberg table.",
 	}, table)
+	m.TableStagedRows = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cdcsync_table_staged_rows", Help: "Rows of the table's staged data files (an epoch over more than tables[].stage_above partitions stages the rows of its sparse partitions), which a partition filter cannot skip until compaction moves them: as of the last compaction, plus those staged since; deletes not subtracted.",
+	}, table)
 	m.TableSnapshots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_table_snapshots", Help: "Snapshots in the Iceberg table's metadata.",
 	}, table)
@@ -257,7 +261,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
-		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots,
+		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots, m.TableStagedRows,
 		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexDiskBytes,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,

@@ -20,10 +20,10 @@ import (
 //
 // So a write of a partitioned table in position or dv mode whose rows
 // would make more than tables[].stage_above (default 64) partition files
-// keeps a file of its
-// own only for the partitions with at least stageMinRows rows; the rows of
-// the others go to one file (rolled at the target size) written under the
-// table's unpartitioned spec, the one global equality deletes use. Iceberg
+// keeps a file of its own only for the partitions with at least
+// stageMinRows rows; the rows of the others go to one file (rolled at the
+// target size) written under the table's unpartitioned spec, the one
+// global equality deletes use. Iceberg
 // allows data files of any of a table's specs; every reader reads them
 // (a partition filter cannot skip them, their column bounds still can).
 // Deletes of staged rows follow them: a position delete file applies to
@@ -33,8 +33,9 @@ import (
 //
 // Compaction moves staged rows into their partitions: the staged files
 // are always due, and their live rows are written through the same
-// writer without staging (partFile), so that each partition gets one file
-// for all the epochs staged since the last run instead of one per epoch.
+// writer, staging only what a bounded run leaves (rewriteStaged), so that
+// each partition gets one file for all the epochs staged since the last
+// run instead of one per epoch.
 // Equality mode does not stage: its global deletes count only for the
 // partitions of their rows (globaldel.go), which a staged copy is not in.
 

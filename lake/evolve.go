@@ -669,7 +669,22 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 			}
 		}
 	}
-	recs, err := scanByPartition(ctx, t.current())
+	mapRow := func(r cdcsync.Row) cdcsync.Row {
+		out := make(cdcsync.Row, len(from))
+		for i, j := range from {
+			if j < 0 {
+				if i < len(ch.Fills) {
+					out[i] = ch.Fills[i]
+				}
+				continue
+			}
+			out[i] = convertValue(r[j], ch.Schema.Columns[i].Kind)
+		}
+		return out
+	}
+	// Staged rows (staged.go) are in no order of partition: they are
+	// written staged again, below, and the clustered writer gets the rest.
+	recs, err := scanByPartition(ctx, t.current(), func(df iceberg.DataFile) bool { return !t.isStaged(df) })
 	if err != nil {
 		return 0, fmt.Errorf("read %s to rewrite it: %w", t.ID, err)
 	}
@@ -692,16 +707,7 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 				return
 			}
 			for _, r := range rows {
-				out := make(cdcsync.Row, len(from))
-				for i, j := range from {
-					if j < 0 {
-						if i < len(ch.Fills) {
-							out[i] = ch.Fills[i]
-						}
-						continue
-					}
-					out[i] = convertValue(r[j], ch.Schema.Columns[i].Kind)
-				}
+				out := mapRow(r)
 				if err := bb.add(out); err != nil {
 					readErr = fmt.Errorf("%s: %w", t.ID, err)
 					yield(nil, readErr)
@@ -736,6 +742,15 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 	if err := checkRowCount(files, n); err != nil {
 		return 0, fmt.Errorf("the rewritten rows of %s: %w", t.ID, err)
 	}
+	if t.stageFile != nil {
+		more, rows, err := t.rewriteStagedRows(ctx, staged, nt, mapRow)
+		files = append(files, more...)
+		n += rows
+		if err != nil {
+			t.removeFiles(ctx, staged, files)
+			return 0, err
+		}
+	}
 	if err := tx.Delete(ctx, iceberg.AlwaysTrue{}, t.summary(e, t.Copying())); err != nil {
 		return 0, fmt.Errorf("replace the rows of %s: %w", t.ID, err)
 	}
@@ -745,6 +760,54 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 		}
 	}
 	return n, nil
+}
+
+// rewriteStagedRows writes the live rows of t's staged files, mapped to
+// nt's schema, as staged files of nt, a chunk at a time.
+func (t *Table) rewriteStagedRows(ctx context.Context, tbl *table.Table, nt *Table, mapRow func(cdcsync.Row) cdcsync.Row) ([]iceberg.DataFile, int64, error) {
+	recs, err := scanByPartition(ctx, t.current(), t.isStaged)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the staged rows of %s to rewrite them: %w", t.ID, err)
+	}
+	var (
+		files []iceberg.DataFile
+		chunk []cdcsync.Row
+		bytes int
+		n     int64
+	)
+	flush := func() error {
+		fs, err := nt.writeFiles(ctx, tbl, nt.stageFile, chunk, nil)
+		files = append(files, fs...)
+		n += int64(len(chunk))
+		chunk, bytes = chunk[:0], 0
+		return err
+	}
+	for rec, err := range recs {
+		if err != nil {
+			return files, n, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
+		}
+		rows, err := rowsFromBatch(rec, t.Schema)
+		rec.Release()
+		if err != nil {
+			return files, n, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
+		}
+		for _, r := range rows {
+			out := mapRow(r)
+			chunk = append(chunk, out)
+			bytes += out.MemSize()
+		}
+		if bytes >= stagedChunkBytes {
+			if err := flush(); err != nil {
+				return files, n, fmt.Errorf("write the rewritten staged rows of %s: %w", t.ID, err)
+			}
+		}
+	}
+	if len(chunk) > 0 {
+		if err := flush(); err != nil {
+			return files, n, fmt.Errorf("write the rewritten staged rows of %s: %w", t.ID, err)
+		}
+	}
+	return files, n, nil
 }
 
 // convertValue converts a canonical value to a promoted kind.
@@ -908,13 +971,20 @@ func (l *Lake) Departed(ctx context.Context, present map[cdcsync.TableID]bool) (
 	return out, nil
 }
 
-// scanByPartition reads every live row of tbl (deletes applied) one data
-// file after another, the files of a partition next to each other.
-func scanByPartition(ctx context.Context, tbl *table.Table) (iter.Seq2[arrow.RecordBatch, error], error) {
+// scanByPartition reads every live row (deletes applied) of the data files
+// of tbl that keep selects, one file after another, the files of a
+// partition next to each other.
+func scanByPartition(ctx context.Context, tbl *table.Table, keep func(iceberg.DataFile) bool) (iter.Seq2[arrow.RecordBatch, error], error) {
 	scan := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows))
-	tasks, err := scan.PlanFiles(ctx)
+	all, err := scan.PlanFiles(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var tasks []table.FileScanTask
+	for _, tk := range all {
+		if keep(tk.File) {
+			tasks = append(tasks, tk)
+		}
 	}
 	keys := make([]string, len(tasks))
 	for i, tk := range tasks {

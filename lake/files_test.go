@@ -223,9 +223,21 @@ func TestCheckRowCount(t *testing.T) {
 // row (a new column with a default) of a table over thousands of
 // partitions commits under an open-file limit far below that count.
 func TestRewriteManyPartitionsLowFileLimit(t *testing.T) {
+	for _, stage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("staged=%v", stage), func(t *testing.T) { testRewriteManyPartitions(t, stage) })
+	}
+}
+
+// testRewriteManyPartitions: with stage false, epochs write a file per
+// partition (tables[].stage_above: 0).
+func testRewriteManyPartitions(t *testing.T, stage bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	lk := openLake(t, partitionedConfig(t, dir, "", "day(created_at)", "bucket(4, id)"))
+	cfg := partitionedConfig(t, dir, "", "day(created_at)", "bucket(4, id)")
+	if !stage {
+		cfg.Tables[0].StageAbove = new(0)
+	}
+	lk := openLake(t, cfg)
 	s0 := ordersSchema()
 	tb, err := lk.EnsureTable(ctx, s0)
 	if err != nil {
@@ -233,14 +245,22 @@ func TestRewriteManyPartitionsLowFileLimit(t *testing.T) {
 	}
 	const n = 2000
 	var rows, dels []cdcsync.Row
+	day := func(id int64) int64 { return (id * 7919) % 9973 } // in no order of id
 	for id := int64(1); id <= n; id++ {
-		rows = append(rows, orderRow(id, id*5, "v1"))
+		rows = append(rows, orderRow(id, day(id), "v1"))
 	}
-	for e := int64(1); e <= 2; e++ { // two files per partition, one delete file
-		if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, dels, rows, nil); err != nil {
-			t.Fatal(err)
-		}
-		dels = rows
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The odd rows move to the day of the next even one: two staged files
+	// (staged.go), each with rows of the same partitions.
+	var moved []cdcsync.Row
+	for id := int64(1); id <= n; id += 2 {
+		dels = append(dels, rows[id-1])
+		moved = append(moved, orderRow(id, day(id+1), "v2"))
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 2, Pos: pos(2)}, dels, moved, nil); err != nil {
+		t.Fatal(err)
 	}
 	limitOpenFiles(t, 64)
 	s1 := &cdcsync.TableSchema{ID: s0.ID, Columns: append(slices.Clone(s0.Columns),
@@ -263,6 +283,13 @@ func TestRewriteManyPartitionsLowFileLimit(t *testing.T) {
 		if r[3] != int32(7) {
 			t.Fatalf("row %v: w is %v, want 7", r, r[3])
 		}
+	}
+	// Staged rows are in no order of partition, which the clustered
+	// writer of the partitioned ones needs past one batch: they are
+	// written staged again.
+	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
+	if got := liveDataFiles(t, tb.Iceberg()); stage && got[int32(unpart.ID())] == 0 {
+		t.Errorf("data files by spec after the rewrite: %v; the staged rows were not staged again", got)
 	}
 }
 

@@ -257,3 +257,45 @@ func TestStageSparse(t *testing.T) {
 		t.Errorf("largestGroups kept %d (%d, %d rows), rest %d rows", len(kept), len(kept[0].rows), len(kept[1].rows), len(rest.rows))
 	}
 }
+
+// TestStagedRowsIndexRebuild: a daemon on an empty disk rebuilds the key
+// index of a table with staged rows (and their deletes) and finds them.
+func TestStagedRowsIndexRebuild(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := partitionedConfig(t, t.TempDir(), "deletes:\n  mode: "+mode+"\n", "day(created_at)")
+			tb, err := openLake(t, cfg).EnsureTable(ctx, ordersSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := map[int64]cdcsync.Row{}
+			update := func(tb *Table, epoch int64, from, to int64, note string) {
+				t.Helper()
+				var dels, rows []cdcsync.Row
+				for id := from; id <= to; id++ {
+					if old, ok := model[id]; ok {
+						dels = append(dels, old)
+					}
+					model[id] = orderRow(id, id+epoch, note)
+					rows = append(rows, model[id])
+				}
+				if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
+					t.Fatal(err)
+				}
+				assertOrders(t, tb.Iceberg(), model)
+			}
+			update(tb, 1, 1, 3000, "v1")
+			update(tb, 2, 1, 1000, "v2")
+			// Another process, its own empty key index.
+			again, err := openLake(t, cfg).EnsureTable(ctx, ordersSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			update(again, 3, 500, 1500, "v3")
+			if got := liveDataFiles(t, again.Iceberg()); len(got) != 1 {
+				t.Errorf("data files by spec %v, want staged ones only", got)
+			}
+		})
+	}
+}

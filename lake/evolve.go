@@ -771,41 +771,16 @@ func (t *Table) rewriteStagedRows(ctx context.Context, tbl *table.Table, nt *Tab
 	}
 	var (
 		files []iceberg.DataFile
-		chunk []cdcsync.Row
-		bytes int
 		n     int64
 	)
-	flush := func() error {
-		fs, err := nt.writeFiles(ctx, tbl, nt.stageFile, chunk, nil)
+	err = inChunks(recs, t.Schema, mapRow, func(rows []cdcsync.Row) error {
+		fs, err := nt.writeFiles(ctx, tbl, nt.stageFile, rows, nil)
 		files = append(files, fs...)
-		n += int64(len(chunk))
-		chunk, bytes = chunk[:0], 0
+		n += int64(len(rows))
 		return err
-	}
-	for rec, err := range recs {
-		if err != nil {
-			return files, n, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
-		}
-		rows, err := rowsFromBatch(rec, t.Schema)
-		rec.Release()
-		if err != nil {
-			return files, n, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
-		}
-		for _, r := range rows {
-			out := mapRow(r)
-			chunk = append(chunk, out)
-			bytes += out.MemSize()
-		}
-		if bytes >= stagedChunkBytes {
-			if err := flush(); err != nil {
-				return files, n, fmt.Errorf("write the rewritten staged rows of %s: %w", t.ID, err)
-			}
-		}
-	}
-	if len(chunk) > 0 {
-		if err := flush(); err != nil {
-			return files, n, fmt.Errorf("write the rewritten staged rows of %s: %w", t.ID, err)
-		}
+	})
+	if err != nil {
+		return files, n, fmt.Errorf("rewrite the staged rows of %s: %w", t.ID, err)
 	}
 	return files, n, nil
 }

@@ -347,7 +347,7 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 		if w, ok := writers[spec]; ok {
 			return w, nil
 		}
-		out := t.dataFile
+		out := t.partFile
 		if t.stageFile != nil && spec == t.stageFile.part.spec.ID() {
 			out = t.stageFile
 		}

@@ -3,8 +3,10 @@ package lake
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -72,10 +74,44 @@ func (t *Table) isStaged(df iceberg.DataFile) bool {
 	return st != nil && df.ContentType() == iceberg.EntryContentData && int(df.SpecID()) == st.part.spec.ID()
 }
 
-// stagedChunkBytes bounds the rows a staged rewrite holds at once
-// (cdcsync.Row.MemSize): each chunk is written to its partitions before
-// the next is read.
+// stagedChunkBytes bounds the rows a rewrite of staged rows holds at once
+// (cdcsync.Row.MemSize): each chunk is written before the next is read.
 const stagedChunkBytes = 64 << 20
+
+// inChunks reads recs as rows of ts, maps each with mapRow (nil: as read)
+// and hands them to write about stagedChunkBytes at a time. write may not
+// keep the slice.
+func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema, mapRow func(cdcsync.Row) cdcsync.Row, write func([]cdcsync.Row) error) error {
+	var rows []cdcsync.Row
+	bytes := 0
+	for rec, err := range recs {
+		if err != nil {
+			return err
+		}
+		rs, err := rowsFromBatch(rec, ts)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if mapRow != nil {
+				r = mapRow(r)
+			}
+			rows = append(rows, r)
+			bytes += r.MemSize()
+		}
+		if bytes >= stagedChunkBytes {
+			if err := write(rows); err != nil {
+				return err
+			}
+			rows, bytes = rows[:0], 0
+		}
+	}
+	if len(rows) > 0 {
+		return write(rows)
+	}
+	return nil
+}
 
 // rewriteStaged moves the live rows of the staged files of g into their
 // partitions, written as an epoch's are but without staging.
@@ -97,10 +133,6 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 			res.NewDataFiles = nil
 		}
 	}()
-	var (
-		rows  []cdcsync.Row
-		bytes int
-	)
 	out := *t.partFile
 	out.stage = t.stageFile
 	budget := maxFiles
@@ -113,38 +145,12 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		budget -= len(kept)
 		return kept, staged
 	}
-	flush := func() error {
+	if err := inChunks(rd.records, t.Schema, nil, func(rows []cdcsync.Row) error {
 		files, err := t.writeSplit(ctx, tbl, &out, rows, nil, split)
-		if err != nil {
-			return fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
-		}
 		res.NewDataFiles = append(res.NewDataFiles, files...)
-		rows, bytes = rows[:0], 0
-		return nil
-	}
-	for rec, err := range rd.records {
-		if err != nil {
-			return res, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
-		}
-		rs, err := rowsFromBatch(rec, t.Schema)
-		rec.Release()
-		if err != nil {
-			return res, fmt.Errorf("read the staged rows of %s: %w", t.ID, err)
-		}
-		for _, r := range rs {
-			rows = append(rows, r)
-			bytes += r.MemSize()
-		}
-		if bytes >= stagedChunkBytes {
-			if err := flush(); err != nil {
-				return res, err
-			}
-		}
-	}
-	if len(rows) > 0 {
-		if err := flush(); err != nil {
-			return res, err
-		}
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
 	}
 	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
 		return res, fmt.Errorf("staged rows of %s: %w", t.ID, err)

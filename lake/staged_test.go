@@ -27,6 +27,21 @@ func liveDataFiles(t *testing.T, tbl *table.Table) map[int32]int {
 	return out
 }
 
+// dayTable opens shop.orders partitioned by day(created_at), in deletes
+// mode mode ("": the default).
+func dayTable(t *testing.T, mode string) *Table {
+	t.Helper()
+	extra := ""
+	if mode != "" {
+		extra = "deletes:\n  mode: " + mode + "\n"
+	}
+	tb, err := openLake(t, partitionedConfig(t, t.TempDir(), extra, "day(created_at)")).EnsureTable(context.Background(), ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
 // TestStagedRows: an epoch spread over thousands of partitions writes its
 // rows as one staged file, its updates and deletes of staged rows as one
 // delete file (or deletion vectors of one Puffin file), and compaction moves
@@ -35,12 +50,7 @@ func TestStagedRows(t *testing.T) {
 	for _, mode := range []string{DeletesPosition, DeletesDV} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  mode: "+mode+"\n  index_dir: "+dir+"/index\n", "day(created_at)"))
-			tb, err := lk.EnsureTable(ctx, ordersSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := dayTable(t, mode)
 			unpart, ok := unpartitionedSpec(tb.Iceberg().Metadata())
 			if !ok {
 				t.Fatal("the partitioned table has no unpartitioned spec")
@@ -132,12 +142,7 @@ func TestStagedRows(t *testing.T) {
 // and drains them over several runs.
 func TestStagedRowsBoundedRuns(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  index_dir: "+dir+"/index\n", "day(created_at)"))
-	tb, err := lk.EnsureTable(ctx, ordersSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := dayTable(t, "")
 	model := map[int64]cdcsync.Row{}
 	var rows []cdcsync.Row
 	for id := int64(1); id <= 1000; id++ {
@@ -187,12 +192,7 @@ func TestSpillStagedRows(t *testing.T) {
 	for _, mode := range []string{DeletesPosition, DeletesDV} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			lk := openLake(t, partitionedConfig(t, dir, "deletes:\n  mode: "+mode+"\n  index_dir: "+dir+"/index\n", "day(created_at)"))
-			tb, err := lk.EnsureTable(ctx, ordersSchema())
-			if err != nil {
-				t.Fatal(err)
-			}
+			tb := dayTable(t, mode)
 			model := map[int64]cdcsync.Row{}
 			var rows []cdcsync.Row
 			for id := int64(1); id <= 300; id++ {

@@ -454,8 +454,8 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		return nil, err
 	}
 	eqFile := &fileOut{layout: eqOut, schema: eqSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: part}
-	dataFile := &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part}
-	var stageFile *fileOut
+	partFile := &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part}
+	dataFile, stageFile := partFile, (*fileOut)(nil)
 	if global, ok := unpartitionedSpec(tbl.Metadata()); ok {
 		gp, err := newPartitioner(ts, sc, global)
 		if err != nil {
@@ -464,7 +464,9 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		eqFile = &fileOut{layout: delOut, schema: delSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: gp}
 		stageFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: gp}
 		if above := l.cfg.StageAboveFor(ts.ID.Database, ts.ID.Table); byPosition(deletesMode(tbl)) && above > 0 {
-			dataFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part, stage: stageFile, stageAbove: above}
+			staging := *partFile
+			staging.stage, staging.stageAbove = stageFile, above
+			dataFile = &staging
 		}
 	}
 	c, err := committedIn(tbl, l.cfg.Pipeline)
@@ -474,7 +476,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile:  dataFile,
-		partFile:  &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: part},
+		partFile:  partFile,
 		stageFile: stageFile,
 		eqFile:    eqFile,
 		part:      part, files: l.files,

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"testing"
@@ -21,6 +22,15 @@ type fineTable struct {
 }
 
 const fineRows = 50_000
+
+var fineUpdates = envInt("FINE_UPDATES", 2_000)
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return n
+	}
+	return def
+}
 
 // newFineTableMode makes it in deletes mode mode ("": the default).
 func newFineTableMode(b *testing.B, mode string) *fineTable {
@@ -95,11 +105,11 @@ func benchCommitFine(b *testing.B, mode string) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		f.updateEpoch(b, 2_000)
+		f.updateEpoch(b, fineUpdates)
 	}
 	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	perRow(b, 2_000, ms, elapsed, cpu, 0)
+	perRow(b, fineUpdates, ms, elapsed, cpu, 0)
 	s := f.tb.Iceberg().CurrentSnapshot()
 	var parent int64
 	if s.ParentSnapshotID != nil {

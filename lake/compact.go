@@ -221,13 +221,17 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	}
 	shared := newSharedDeletes(scope)
 	shared.pos = newPosDeletes(groups)
+	var moved *movedKeys
+	if held && t.state.keys != nil {
+		moved = newMovedKeys()
+	}
 	for _, g := range groups {
 		var (
 			gr  table.CompactionGroupResult
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
-			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles)
+			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved)
 		} else {
 			gr, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}
@@ -271,7 +275,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		// The rewrite moved live rows: the index follows in the same
 		// critical section, so the next epoch finds them at their new
 		// places without a replay.
-		if err := t.syncIndex(ctx, t.current()); err != nil {
+		if err := t.syncIndexKnown(ctx, t.current(), moved); err != nil {
 			t.state.keys.log.Warn("the key index could not follow a compaction; the next commit catches it up", "error", err)
 		}
 	}

@@ -208,12 +208,13 @@ func (s *Sink) observe(id cdcsync.TableID) {
 		seen := s.indexSeen[id]
 		s.indexSeen[id] = c
 		s.mu.Unlock()
-		if c.Rebuilds < seen.Rebuilds || c.Replayed < seen.Replayed {
+		if c.Rebuilds < seen.Rebuilds || c.Replayed < seen.Replayed || c.ReplayReads < seen.ReplayReads {
 			seen = IndexCounts{} // the table was opened again
 		}
 		s.m.KeyIndexRebuilds.WithLabelValues(name).Add(float64(c.Rebuilds - seen.Rebuilds))
 		s.m.KeyIndexRebuildRows.WithLabelValues(name).Add(float64(c.RebuildRows - seen.RebuildRows))
 		s.m.KeyIndexReplayed.WithLabelValues(name).Add(float64(c.Replayed - seen.Replayed))
+		s.m.KeyIndexReplayReads.WithLabelValues(name).Add(float64(c.ReplayReads - seen.ReplayReads))
 	}
 	if s.lake.keys != nil {
 		s.m.KeyIndexDiskBytes.Set(float64(s.lake.keys.Stats().DiskBytes))

@@ -120,7 +120,9 @@ func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema,
 // partitions with the most rows; the rows of the others are staged again,
 // in a new staged file that replaces the old ones. A position or dv run
 // holds the table's commit lock, which bounds the time epochs wait for it.
-func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int) (res table.CompactionGroupResult, err error) {
+//
+// moved (nil: none) gets the keys of the rows written, for the key index.
+func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int, moved *movedKeys) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
 	rd, err := readLive(ctx, tbl, whole, shared)
@@ -146,9 +148,16 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		return kept, staged
 	}
 	if err := inChunks(rd.records, t.Schema, nil, func(rows []cdcsync.Row) error {
-		files, err := t.writeSplit(ctx, tbl, &out, rows, nil, split)
+		var locs []rowLoc
+		if moved != nil {
+			locs = make([]rowLoc, len(rows))
+		}
+		files, err := t.writeSplit(ctx, tbl, &out, rows, locs, split)
 		res.NewDataFiles = append(res.NewDataFiles, files...)
-		return err
+		if err != nil {
+			return err
+		}
+		return moved.add(t.Schema, files, rows, locs)
 	}); err != nil {
 		return res, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
 	}

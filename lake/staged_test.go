@@ -108,11 +108,18 @@ func TestStagedRows(t *testing.T) {
 			}
 
 			o := testOpts()
+			before, _ := tb.IndexCounts()
 			res, err := tb.Compact(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			assertOrders(t, tb.Iceberg(), model)
+			// The compaction told the index where the rows went: it read
+			// none of the files it wrote back.
+			if after, _ := tb.IndexCounts(); after.ReplayReads != before.ReplayReads || after.Replayed != before.Replayed+1 {
+				t.Errorf("the key index followed the compaction by replaying %d snapshots and reading %d files back, want 1 and 0",
+					after.Replayed-before.Replayed, after.ReplayReads-before.ReplayReads)
+			}
 			got := liveDataFiles(t, tb.Iceberg())
 			if got[staged] != 0 {
 				t.Errorf("after the compaction (%+v) %d staged files are left", res, got[staged])

@@ -46,6 +46,7 @@ type Metrics struct {
 	KeyIndexRebuilds     *prometheus.CounterVec // key index rebuilds from the table
 	KeyIndexRebuildRows  *prometheus.CounterVec // rows read by those rebuilds
 	KeyIndexReplayed     *prometheus.CounterVec // snapshots replayed into the key index
+	KeyIndexReplayReads  *prometheus.CounterVec // data files whose keys a replay read
 	KeyIndexDiskBytes    prometheus.Gauge       // the key index database on disk
 	CompactionLast       *prometheus.GaugeVec   // Unix time of the last compaction commit
 	CompactionLastSecs   *prometheus.GaugeVec   // duration of the last compaction
@@ -206,6 +207,9 @@ func New() *Metrics {
 	m.KeyIndexReplayed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cdcsync_key_index_replayed_snapshots_total", Help: "Snapshots the key index caught up with by replaying them (commits it missed: a crash, compaction, another writer).",
 	}, table)
+	m.KeyIndexReplayReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cdcsync_key_index_replay_reads_total", Help: "Data files whose key column a key index replay read back (files another process added; cdcsync's own commits and compactions tell the index where their rows went).",
+	}, table)
 	m.KeyIndexDiskBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cdcsync_key_index_disk_bytes", Help: "Bytes on disk of the pipeline's key index (deletes.index_dir).",
 	})
@@ -262,7 +266,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots, m.TableStagedRows,
-		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexDiskBytes,
+		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexReplayReads, m.KeyIndexDiskBytes,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

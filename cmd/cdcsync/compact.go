@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/lake"
+	"github.com/cdcsync/cdcsync/pkindex"
 )
 
 // runCompact compacts one table by hand: every partition that has delete
@@ -18,11 +21,19 @@ import (
 // rewrite that lands under its own commit in its stride.
 func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes int64, stdout, stderr io.Writer) error {
 	tuneMemory(cfg)
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	keys := openIdleKeyIndex(cfg, log)
+	if keys != nil {
+		defer keys.Close()
+	}
+	lk, err := lake.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer lk.Close()
+	if keys != nil {
+		lk.SetKeyIndex(keys)
+	}
 	t, err := lk.OpenTable(ctx, name)
 	if err != nil {
 		return exitError{1, err}
@@ -62,6 +73,27 @@ func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes i
 		fmt.Fprintf(stdout, "  re-staged %d time(s) on top of epochs committed meanwhile\n", res.Replays)
 	}
 	return nil
+}
+
+// openIdleKeyIndex opens the pipeline's key index when it exists and no
+// daemon holds it, so that a compaction by hand tells it where the rows it
+// moves went: otherwise the daemon reads every file the compaction wrote
+// back at its next commit. Without one (a daemon running, another machine)
+// the compaction runs without it.
+func openIdleKeyIndex(cfg *config.Config, log *slog.Logger) *pkindex.DB {
+	dir, err := cfg.IndexPath()
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	db, err := pkindex.Open(dir, pkindex.Options{CacheBytes: cfg.Deletes.IndexCache.Int64(), Log: log})
+	if err != nil {
+		log.Info("compacting without the key index; the daemon catches it up at its next commit", "dir", dir, "reason", err)
+		return nil
+	}
+	return db
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -348,6 +348,21 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 	return nil
 }
 
+// manifestsOnly reports whether s only regrouped manifests (a manifest
+// merge after each compaction: its new manifests list every data file of
+// the table as existing, which the replay would read for nothing).
+func manifestsOnly(s *table.Snapshot) bool {
+	if s.Summary == nil || s.Summary.Operation != table.OpReplace || s.Summary.Properties["manifests-created"] == "" {
+		return false
+	}
+	for _, k := range []string{"added-data-files", "deleted-data-files", "added-delete-files", "removed-delete-files"} {
+		if n := s.Summary.Properties[k]; n != "" && n != "0" {
+			return false
+		}
+	}
+	return true
+}
+
 // movedKeys holds the keys of the rows a compaction wrote, by data file
 // and row position, so that the index follows the compaction without
 // reading the files back: reading the key column of the thousand-odd
@@ -409,6 +424,9 @@ func (m *movedKeys) of(df iceberg.DataFile) [][]byte {
 // snapshotDataChanges returns the data files snapshot s added and the paths
 // of those it removed.
 func snapshotDataChanges(fsys icebergio.IO, s *table.Snapshot) (added []iceberg.DataFile, removed []string, err error) {
+	if manifestsOnly(s) {
+		return nil, nil, nil
+	}
 	mfs, err := s.Manifests(fsys)
 	if err != nil {
 		return nil, nil, err

@@ -120,6 +120,17 @@ func TestStagedRows(t *testing.T) {
 				t.Errorf("the key index followed the compaction by replaying %d snapshots and reading %d files back, want 1 and 0",
 					after.Replayed-before.Replayed, after.ReplayReads-before.ReplayReads)
 			}
+			// The manifest merge after a compaction is recognized as one, so
+			// the next epoch's replay of it reads no manifest.
+			if manifestsOnly(tb.Iceberg().CurrentSnapshot()) {
+				t.Errorf("the compaction's snapshot is taken for a manifest merge: %v", tb.Iceberg().CurrentSnapshot().Summary)
+			}
+			if _, _, err := tb.mergeManifests(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if s := tb.Iceberg().CurrentSnapshot(); !manifestsOnly(s) {
+				t.Errorf("the manifest merge's snapshot is not recognized as one: %v", s.Summary)
+			}
 			got := liveDataFiles(t, tb.Iceberg())
 			if got[staged] != 0 {
 				t.Errorf("after the compaction (%+v) %d staged files are left", res, got[staged])

@@ -215,7 +215,9 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if len(deletes) == 0 && len(rows) == 0 && copying == nil && e.Spill == 0 {
 		return nil
 	}
+	t.state.epochsWaiting.Add(1)
 	t.state.commitMu.Lock()
+	t.state.epochsWaiting.Add(-1)
 	defer t.state.commitMu.Unlock()
 	commit := t.commit
 	if e.Spill != 0 {

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -316,4 +317,84 @@ func TestStagedRowsIndexRebuild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A compaction that holds the commit lock (position and dv modes) yields
+// to an epoch that waits for it: it commits the groups it has rewritten and
+// leaves the rest to the next run, which finishes them.
+func TestCompactionYieldsToEpoch(t *testing.T) {
+	ctx := context.Background()
+	tb := dayTable(t, "")
+	model := map[int64]cdcsync.Row{}
+	epoch := int64(0)
+	commit := func(dels, rows []cdcsync.Row) {
+		t.Helper()
+		epoch++
+		if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
+			t.Error(err)
+		}
+	}
+	// 40 days of 3 orders (under stage_above: a file a day), then an
+	// update in each day: 40 partitions with a delete file each.
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 120; id++ {
+		model[id] = orderRow(id, id%40, "v0")
+		rows = append(rows, model[id])
+	}
+	commit(nil, rows)
+	var dels []cdcsync.Row
+	rows = nil
+	for id := int64(1); id <= 40; id++ {
+		dels = append(dels, model[id])
+		model[id] = orderRow(id, id%40, "v1")
+		rows = append(rows, model[id])
+	}
+	commit(dels, rows)
+
+	o := testOpts()
+	o.DeleteFiles = 1
+	groups := 0
+	done := make(chan struct{})
+	o.Fault = func(point string) {
+		if point != "compaction-group" {
+			return
+		}
+		if groups++; groups > 1 {
+			return
+		}
+		// An epoch arrives while the first group is rewritten.
+		go func() {
+			defer close(done)
+			old := model[100]
+			model[100] = orderRow(100, 100%40, "v2")
+			commit([]cdcsync.Row{old}, []cdcsync.Row{model[100]})
+		}()
+		for tb.state.epochsWaiting.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	res, err := tb.Compact(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if !res.Yielded || res.Partitions != 1 || groups != 1 {
+		t.Errorf("the run rewrote %d partitions in %d groups and yielded=%v; want 1 partition, then a yield: %+v", res.Partitions, groups, res.Yielded, res)
+	}
+	if res.Deferred != 78 {
+		t.Errorf("the run deferred %d files, want the other 39 partitions' 78", res.Deferred)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+
+	o.Fault = nil
+	if res, err = tb.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if res.Yielded || res.Partitions != 39 {
+		t.Errorf("the next run rewrote %d partitions (yielded=%v), want the 39 left", res.Partitions, res.Yielded)
+	}
+	if st := tb.Stats(); st.DeleteFiles != 0 {
+		t.Errorf("%d delete files left after the second run", st.DeleteFiles)
+	}
+	assertOrders(t, tb.Iceberg(), model)
 }

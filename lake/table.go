@@ -80,7 +80,10 @@ type tableState struct {
 	// the copy's start, compaction, manifest merges, snapshot expiry), so
 	// that each one stages on the table as the previous one left it.
 	commitMu sync.Mutex
-	tbl      atomic.Pointer[table.Table] // the table as last loaded or committed
+	// epochsWaiting counts the epoch commits waiting for commitMu: a
+	// compaction that holds it yields to them between groups.
+	epochsWaiting atomic.Int32
+	tbl           atomic.Pointer[table.Table] // the table as last loaded or committed
 	// copying is the progress of the table's initial copy, recorded with
 	// every commit while it runs; nil when no copy runs.
 	copying atomic.Pointer[cdcsync.CopyState]

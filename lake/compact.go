@@ -248,7 +248,12 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
-			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved)
+			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
+				if held && t.state.epochsWaiting.Load() > 0 {
+					res.Yielded = true
+				}
+				return res.Yielded
+			})
 		} else {
 			gr, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}

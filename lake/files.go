@@ -248,13 +248,19 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 			return groups, nil
 		}
 		return stageSparse(groups, out.stageAbove)
-	})
+	}, nil)
 }
 
+// yieldBatch is the number of partition files a write that may yield
+// writes between two looks at whether it should.
+const yieldBatch = 128
+
 // writeSplit is writeFiles with the choice of the partitions whose rows are
-// staged (out.stage) made by split.
+// staged (out.stage) made by split. When yield is set, the partition files
+// are written yieldBatch at a time, and once yield returns true the rows of
+// the partitions not written yet are staged instead.
 func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row, locs []rowLoc,
-	split func([]*group) (kept []*group, staged *group)) ([]iceberg.DataFile, error) {
+	split func([]*group) (kept []*group, staged *group), yield func() bool) ([]iceberg.DataFile, error) {
 	groups, err := out.part.groupRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
@@ -264,9 +270,38 @@ func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := w.writeGroups(ctx, groups, rows, locs)
-	if err != nil || staged == nil {
-		return files, err
+	var files []iceberg.DataFile
+	for len(groups) > 0 {
+		batch := groups
+		if yield != nil {
+			batch = groups[:min(len(groups), yieldBatch)]
+		}
+		groups = groups[len(batch):]
+		more, err := w.writeGroups(ctx, batch, rows, locs)
+		if err != nil {
+			t.removeFiles(ctx, tbl, files)
+			return nil, err
+		}
+		if locs != nil {
+			for _, g := range batch {
+				for _, i := range g.rows {
+					locs[i].file += int32(len(files))
+				}
+			}
+		}
+		files = append(files, more...)
+		if len(groups) > 0 && yield != nil && yield() {
+			if staged == nil {
+				staged = &group{}
+			}
+			for _, g := range groups {
+				staged.rows = append(staged.rows, g.rows...)
+			}
+			break
+		}
+	}
+	if staged == nil {
+		return files, nil
 	}
 	sw, err := t.newFileWriter(ctx, tbl, out.stage)
 	if err == nil {

@@ -122,7 +122,10 @@ func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema,
 // holds the table's commit lock, which bounds the time epochs wait for it.
 //
 // moved (nil: none) gets the keys of the rows written, for the key index.
-func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int, moved *movedKeys) (res table.CompactionGroupResult, err error) {
+// Once yield returns true (it is asked every yieldBatch partition files)
+// the rows not written yet are staged again.
+func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int,
+	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
 	rd, err := readLive(ctx, tbl, whole, shared)
@@ -152,7 +155,7 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		if moved != nil {
 			locs = make([]rowLoc, len(rows))
 		}
-		files, err := t.writeSplit(ctx, tbl, &out, rows, locs, split)
+		files, err := t.writeSplit(ctx, tbl, &out, rows, locs, split, yield)
 		res.NewDataFiles = append(res.NewDataFiles, files...)
 		if err != nil {
 			return err

@@ -398,3 +398,63 @@ func TestCompactionYieldsToEpoch(t *testing.T) {
 	}
 	assertOrders(t, tb.Iceberg(), model)
 }
+
+// A run over staged rows yields too: after a batch of yieldBatch partition
+// files it stages the rows it has not written again.
+func TestStagedRowsYieldToEpoch(t *testing.T) {
+	ctx := context.Background()
+	tb := dayTable(t, DeletesDV)
+	model := map[int64]cdcsync.Row{}
+	epoch := int64(0)
+	commit := func(dels, rows []cdcsync.Row) {
+		t.Helper()
+		epoch++
+		if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
+			t.Error(err)
+		}
+	}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 300; id++ {
+		model[id] = orderRow(id, id, "v0")
+		rows = append(rows, model[id])
+	}
+	commit(nil, rows) // 300 days: staged
+	done := make(chan struct{})
+	o := testOpts()
+	o.Fault = func(point string) {
+		if point != "compaction-group" {
+			return
+		}
+		go func() {
+			defer close(done)
+			old := model[7]
+			model[7] = orderRow(7, 7, "v1")
+			commit([]cdcsync.Row{old}, []cdcsync.Row{model[7]})
+		}()
+		for tb.state.epochsWaiting.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	res, err := tb.Compact(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
+	spec := tb.Iceberg().Metadata().PartitionSpec()
+	staged, parted := int32(unpart.ID()), int32(spec.ID())
+	files := liveDataFiles(t, tb.Iceberg())
+	if !res.Yielded || files[staged] != 1 || files[parted] != yieldBatch+1 {
+		t.Errorf("after a run that yielded (%v): data files by spec %v, want %d partition files (spec %d) and the epoch's, the rest staged again (spec %d)",
+			res.Yielded, files, yieldBatch, parted, staged)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+	o.Fault = nil
+	if _, err := tb.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if files := liveDataFiles(t, tb.Iceberg()); files[staged] != 0 {
+		t.Errorf("staged files left after the next run: %v", files)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+}

@@ -234,7 +234,8 @@ func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task str
 			m.log.Info("table compacted", "table", t.ID.String(), "rewritten_files", r.RewrittenFiles, "written_files", r.AddedFiles,
 				"bytes_read", r.BytesBefore, "bytes_written", r.BytesAfter, "delete_files_before", before.DeleteFiles,
 				"delete_files_after", r.DeleteFilesAfter, "deferred_files", r.Deferred, "manifests_before", r.ManifestsBefore,
-				"manifests_after", r.ManifestsAfter, "yielded_to_epoch", r.Yielded, "seconds", r.Duration.Seconds())
+				"manifests_after", r.ManifestsAfter, "yielded_to_epoch", r.Yielded, "seconds", r.Duration.Seconds(),
+				"planning_seconds", r.Planning.Seconds(), "rewriting_seconds", r.Rewriting.Seconds())
 		}
 	case "expiry":
 		st.sinceExpiry = 0

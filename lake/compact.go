@@ -233,8 +233,10 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if held && t.state.keys != nil {
 		moved = newMovedKeys()
 	}
+	// epochWaits says whether an epoch waits for the lock this run holds.
+	epochWaits := func() bool { return held && t.state.epochsWaiting.Load() > 0 }
 	for i, g := range groups {
-		if held && len(results) > 0 && t.state.epochsWaiting.Load() > 0 {
+		if len(results) > 0 && epochWaits() {
 			// An epoch waits for the lock this run holds: commit what is
 			// done and leave the rest to a later run, so that a run over
 			// thousands of small files delays an epoch by one group, not
@@ -254,9 +256,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
 			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
-				if held && t.state.epochsWaiting.Load() > 0 {
-					res.Yielded = true
-				}
+				res.Yielded = res.Yielded || epochWaits()
 				return res.Yielded
 			})
 		} else {

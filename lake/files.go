@@ -282,7 +282,8 @@ func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, 
 			t.removeFiles(ctx, tbl, files)
 			return nil, err
 		}
-		if locs != nil {
+		if locs != nil && len(files) > 0 {
+			// writeGroups numbered the batch's files from 0.
 			for _, g := range batch {
 				for _, i := range g.rows {
 					locs[i].file += int32(len(files))

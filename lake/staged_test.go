@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,6 +320,41 @@ func TestStagedRowsIndexRebuild(t *testing.T) {
 	}
 }
 
+// epochCommits returns a function that commits dels and rows to tb as its
+// next epoch (from any goroutine).
+func epochCommits(t *testing.T, tb *Table) func(dels, rows []cdcsync.Row) {
+	var epoch atomic.Int64
+	return func(dels, rows []cdcsync.Row) {
+		t.Helper()
+		e := epoch.Add(1)
+		if err := tb.Commit(context.Background(), Epoch{Number: e, Pos: pos(e)}, dels, rows, nil); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// epochAtFirstGroup returns a compaction fault hook that, before the run's
+// first group, starts commit in a goroutine and returns once that epoch
+// waits for the commit lock the run holds; done is closed when the epoch
+// is committed.
+func epochAtFirstGroup(tb *Table, commit func()) (fault func(string), done <-chan struct{}) {
+	ch := make(chan struct{})
+	started := false
+	return func(point string) {
+		if point != "compaction-group" || started {
+			return
+		}
+		started = true
+		go func() {
+			defer close(ch)
+			commit()
+		}()
+		for tb.state.epochsWaiting.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}, ch
+}
+
 // A compaction that holds the commit lock (position and dv modes) yields
 // to an epoch that waits for it: it commits the groups it has rewritten and
 // leaves the rest to the next run, which finishes them.
@@ -326,14 +362,7 @@ func TestCompactionYieldsToEpoch(t *testing.T) {
 	ctx := context.Background()
 	tb := dayTable(t, "")
 	model := map[int64]cdcsync.Row{}
-	epoch := int64(0)
-	commit := func(dels, rows []cdcsync.Row) {
-		t.Helper()
-		epoch++
-		if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
-			t.Error(err)
-		}
-	}
+	commit := epochCommits(t, tb)
 	// 40 days of 3 orders (under stage_above: a file a day), then an
 	// update in each day: 40 partitions with a delete file each.
 	var rows []cdcsync.Row
@@ -354,24 +383,16 @@ func TestCompactionYieldsToEpoch(t *testing.T) {
 	o := testOpts()
 	o.DeleteFiles = 1
 	groups := 0
-	done := make(chan struct{})
+	fault, done := epochAtFirstGroup(tb, func() {
+		old := model[100]
+		model[100] = orderRow(100, 100%40, "v2")
+		commit([]cdcsync.Row{old}, []cdcsync.Row{model[100]})
+	})
 	o.Fault = func(point string) {
-		if point != "compaction-group" {
-			return
+		if point == "compaction-group" {
+			groups++
 		}
-		if groups++; groups > 1 {
-			return
-		}
-		// An epoch arrives while the first group is rewritten.
-		go func() {
-			defer close(done)
-			old := model[100]
-			model[100] = orderRow(100, 100%40, "v2")
-			commit([]cdcsync.Row{old}, []cdcsync.Row{model[100]})
-		}()
-		for tb.state.epochsWaiting.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		fault(point)
 	}
 	res, err := tb.Compact(ctx, o)
 	if err != nil {
@@ -405,36 +426,20 @@ func TestStagedRowsYieldToEpoch(t *testing.T) {
 	ctx := context.Background()
 	tb := dayTable(t, DeletesDV)
 	model := map[int64]cdcsync.Row{}
-	epoch := int64(0)
-	commit := func(dels, rows []cdcsync.Row) {
-		t.Helper()
-		epoch++
-		if err := tb.Commit(ctx, Epoch{Number: epoch, Pos: pos(epoch)}, dels, rows, nil); err != nil {
-			t.Error(err)
-		}
-	}
+	commit := epochCommits(t, tb)
 	var rows []cdcsync.Row
 	for id := int64(1); id <= 300; id++ {
 		model[id] = orderRow(id, id, "v0")
 		rows = append(rows, model[id])
 	}
 	commit(nil, rows) // 300 days: staged
-	done := make(chan struct{})
 	o := testOpts()
-	o.Fault = func(point string) {
-		if point != "compaction-group" {
-			return
-		}
-		go func() {
-			defer close(done)
-			old := model[7]
-			model[7] = orderRow(7, 7, "v1")
-			commit([]cdcsync.Row{old}, []cdcsync.Row{model[7]})
-		}()
-		for tb.state.epochsWaiting.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	var done <-chan struct{}
+	o.Fault, done = epochAtFirstGroup(tb, func() {
+		old := model[7]
+		model[7] = orderRow(7, 7, "v1")
+		commit([]cdcsync.Row{old}, []cdcsync.Row{model[7]})
+	})
 	res, err := tb.Compact(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func openIdleKeyIndex(cfg *config.Config, log *slog.Logger) *pkindex.DB {
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
-	db, err := pkindex.Open(dir, pkindex.Options{CacheBytes: cfg.Deletes.IndexCache.Int64(), Log: log})
+	db, err := pkindex.Open(dir, keyIndexOptions(cfg, log))
 	if err != nil {
 		log.Info("compacting without the key index; the daemon catches it up at its next commit", "dir", dir, "reason", err)
 		return nil

@@ -185,7 +185,7 @@ func openKeyIndex(cfg *config.Config, log *slog.Logger) (*keyIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := pkindex.Options{CacheBytes: cfg.Deletes.IndexCache.Int64(), Log: log}
+	opts := keyIndexOptions(cfg, log)
 	open := func(dir string) (*pkindex.DB, error) {
 		db, err := pkindex.Open(dir, opts)
 		if errors.Is(err, pkindex.ErrCorrupt) {
@@ -212,6 +212,11 @@ func openKeyIndex(cfg *config.Config, log *slog.Logger) (*keyIndex, error) {
 		return nil, fmt.Errorf("open the key index at %s: %w", own, err)
 	}
 	return &keyIndex{DB: db, remove: own, log: log}, nil
+}
+
+// keyIndexOptions are the options of the pipeline's key index.
+func keyIndexOptions(cfg *config.Config, log *slog.Logger) pkindex.Options {
+	return pkindex.Options{CacheBytes: cfg.Deletes.IndexCache.Int64(), Log: log}
 }
 
 // keyIndex is the key index a session uses; remove is set for a directory

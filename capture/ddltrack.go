@@ -27,6 +27,22 @@ type tracked struct {
 	catching  bool             // rows events may still be covered by committed
 	charset   string           // the table's default character set, when known
 	mapSeen   *replication.TableMapEvent
+	// images decodes the row images of mapSeen's table map into
+	// imagesSchema (rowimage.go); nil when go-mysql decodes them. The
+	// reader drops it when a table map differs from mapSeen.
+	images       *rowDecoder
+	imagesSchema *cdcsync.TableSchema
+	imagesTried  bool
+}
+
+// rowDecoder returns the decoder of the row images of t.mapSeen into t's
+// schema, compiled once per table map and schema (the server writes a
+// table map for every transaction; they are compared, not compiled).
+func (t *tracked) rowDecoder() *rowDecoder {
+	if !t.imagesTried || t.imagesSchema != t.schema {
+		t.images, t.imagesSchema, t.imagesTried = compileRowDecoder(t.mapSeen, t.schema), t.schema, true
+	}
+	return t.images
 }
 
 // shadowState is a shadow table of gh-ost or pt-online-schema-change.

@@ -46,6 +46,10 @@ func decodeFixture(name string, cfg StreamConfig) ([]*cdcsync.Txn, error) {
 	// cleared (as the server does). Their CRCs were checked when they were
 	// collected (testdata/mysql8/PROVENANCE.md).
 	p.SetVerifyChecksum(false)
+	// As the stream does, the reader decodes the rows itself (and checks
+	// each image against go-mysql's decoding).
+	p.SetRowsEventDecodeFunc(deferRows)
+	cfg.CheckRowImages = true
 	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
 	r.initTracking()
 	var out []*cdcsync.Txn

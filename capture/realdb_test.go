@@ -112,6 +112,7 @@ func TestRealMariaDB(t *testing.T) {
 		t.Logf("child process with TZ=America/New_York:\n%s", out)
 	})
 	t.Run("unsigned_without_row_metadata", func(t *testing.T) { rdbUnsignedNoMetadata(t, db) })
+	t.Run("row_images", func(t *testing.T) { rdbRowImages(t, db) })
 	t.Run("connect", func(t *testing.T) { rdbConnectTests(t, db, pki) })
 	t.Run("schema", func(t *testing.T) { rdbSchemaTests(t, db) })
 	t.Run("preflight", func(t *testing.T) { rdbPreflightTests(t, db) })

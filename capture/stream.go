@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -63,6 +64,12 @@ type StreamConfig struct {
 	// Values applies the types: policies to values Iceberg cannot hold;
 	// nil means the defaults (an error).
 	Values *ValuePolicy
+	// CheckRowImages decodes every row image the reader decodes itself
+	// (rowimage.go) with go-mysql too and panics on a difference. For
+	// tests: scripts/test.sh sets CDCSYNC_CHECK_ROW_IMAGES=1, which turns
+	// it on in every stream, so that every test that streams (the type
+	// suites, the randomized workload, the crash tests) compares the two.
+	CheckRowImages bool
 	Log    *slog.Logger
 	// FragmentBytes is the size (cdcsync.Txn.Bytes) past which the open
 	// transaction is sent in fragments, so that a huge one is never held
@@ -112,6 +119,9 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	syncCfg, err := binlogSyncerConfig(cfg.Source, cfg.Flavor)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("CDCSYNC_CHECK_ROW_IMAGES") == "1" {
+		cfg.CheckRowImages = true
 	}
 	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
 	r.initTracking()
@@ -251,6 +261,9 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 		syncCfg.Dialer = (&net.Dialer{}).DialContext
 	}
 	syncCfg.Dialer = ahead.dialer(syncCfg.Dialer)
+	// go-mysql decodes the headers of rows events, the reader their rows
+	// (rowimage.go).
+	syncCfg.RowsEventDecodeFunc = deferRows
 	syncer := replication.NewBinlogSyncer(syncCfg)
 	defer syncer.Close()
 	var streamer *replication.BinlogStreamer
@@ -651,6 +664,7 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 			r.stopForTableMap(id, err)
 			return nil
 		}
+		t.imagesTried = false
 	}
 	t.mapSeen = e.Table
 	// Events whose rows cdcsync cannot rebuild whole (the server's settings
@@ -661,6 +675,26 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 		r.stopTable(id, fmt.Sprintf("a partial JSON update of %s (a PARTIAL_UPDATE_ROWS event: binlog_row_value_options=PARTIAL_JSON) at %s, which cdcsync cannot apply; "+
 			"on the server: SET PERSIST binlog_row_value_options=''; then copy the table again: cdcsync resync %s", id, at, id), false)
 		return nil
+	}
+	// Rows the stream left undecoded (deferRows) are decoded here: by the
+	// table's compiled decoder when it can, else by go-mysql.
+	var images []cdcsync.Row
+	if body, ok := deferredOf(e); ok {
+		if dec := t.rowDecoder(); dec != nil && fastEventType(h.EventType) {
+			images, ok = dec.decode(e, body)
+			if ok && r.cfg.CheckRowImages {
+				if err := checkImages(s, e, body, images, r.cfg.Values, r.position()); err != nil {
+					// A test setting: end the process loudly rather than
+					// have the session retry the same event for ever.
+					panic(fmt.Sprintf("CDCSYNC_CHECK_ROW_IMAGES: %v at %s", err, at))
+				}
+			}
+		}
+		if images == nil {
+			if err := decodeDeferred(e, body); err != nil {
+				return fmt.Errorf("decode the rows event of %s at %s: %w", id, at, err)
+			}
+		}
 	}
 	for _, skipped := range e.SkippedColumns {
 		if len(skipped) > 0 {
@@ -684,8 +718,19 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	if op == cdcsync.OpUpdate {
 		step = 2
 	}
-	for i := 0; i+step <= len(e.Rows); i += step {
-		first, n, err := r.decodeRow(s, e.Rows[i])
+	// image decodes (or takes) the i-th row image.
+	image := func(i int) (cdcsync.Row, int, error) {
+		if images != nil {
+			return images[i], images[i].MemSize(), nil
+		}
+		return r.decodeRow(s, e.Rows[i])
+	}
+	count := len(e.Rows)
+	if images != nil {
+		count = len(images)
+	}
+	for i := 0; i+step <= count; i += step {
+		first, n, err := image(i)
 		if err != nil {
 			r.stopForValue(id, s, h, e.Rows[i], err)
 			return nil
@@ -697,7 +742,7 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 		case cdcsync.OpDelete:
 			c.Before = first
 		case cdcsync.OpUpdate:
-			after, n2, err := r.decodeRow(s, e.Rows[i+1])
+			after, n2, err := image(i + 1)
 			if err != nil {
 				r.stopForValue(id, s, h, e.Rows[i+1], err)
 				return nil

@@ -56,6 +56,10 @@ RACE_MODE="${CDCSYNC_TEST_RACE:-all}"
 
 TOOLS="$REPO/.tools/bin"
 export PATH="$TOOLS:$PATH"
+# Every stream in the tests (daemons included) decodes each row image it
+# decodes itself with go-mysql too and stops on a difference
+# (capture/rowimage.go): the whole suite is a differential test of it.
+export CDCSYNC_CHECK_ROW_IMAGES=1
 
 banner() {
 	printf '\n==> %s\n' "$*"

@@ -70,7 +70,7 @@ type StreamConfig struct {
 	// it on in every stream, so that every test that streams (the type
 	// suites, the randomized workload, the crash tests) compares the two.
 	CheckRowImages bool
-	Log    *slog.Logger
+	Log            *slog.Logger
 	// FragmentBytes is the size (cdcsync.Txn.Bytes) past which the open
 	// transaction is sent in fragments, so that a huge one is never held
 	// whole; 0 sends every transaction whole.

@@ -23,7 +23,10 @@ import (
 // decodeBinlogRow 10%, plus the garbage of both). The stream therefore
 // asks go-mysql for the event header only (deferRows) and decodes the row
 // images itself with a decoder compiled once per table map (rowDecoder),
-// for the column types it knows. Anything else, and any value that is not
+// for the column types it knows: all but MySQL's binary JSON, spatial
+// types, VECTOR and the temporal types of before MySQL 5.6. Anything else
+// (those, MariaDB's compressed rows events, MySQL's partial JSON updates,
+// images without every column), and any value that is not
 // plainly valid (a zero date, an integer out of range, a malformed image),
 // sends the whole event down go-mysql's path, which reports errors and
 // applies the types: policies: the fast path never decides a value on its
@@ -76,6 +79,13 @@ const (
 	opDatetime2
 	opTimestamp2
 	opString // length-prefixed bytes: VARCHAR, CHAR, BINARY, VARBINARY, TEXT, BLOB
+	opTime2
+	// Rarer types, whose bytes are read here and whose value is decided
+	// by the same functions as go-mysql's value of them would be.
+	opYear
+	opEnum // width: 1 or 2 bytes, little-endian
+	opSet  // width: 1 to 8 bytes, little-endian
+	opBit  // width: 1 to 8 bytes, big-endian
 )
 
 type colDecoder struct {
@@ -110,18 +120,22 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 		cd := colDecoder{col: c, unsigned: unsigned[i]}
 		tp, meta := m.ColumnType[i], m.ColumnMeta[i]
 		if tp == mysql.MYSQL_TYPE_STRING && meta >= 256 {
-			// CHAR and BINARY carry their real type and length in meta (go-mysql's
-			// decodeValue); ENUM and SET are left to go-mysql.
+			// CHAR, BINARY, ENUM and SET carry their real type and length in
+			// meta (go-mysql's decodeValue).
 			b0, b1 := byte(meta>>8), int(meta&0xff)
 			length := b1
 			if b0&0x30 != 0x30 {
 				length = b1 | int((b0&0x30)^0x30)<<4
 				b0 |= 0x30
 			}
-			if b0 != mysql.MYSQL_TYPE_STRING {
+			switch b0 {
+			case mysql.MYSQL_TYPE_STRING:
+				meta = uint16(length)
+			case mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
+				tp, meta = b0, uint16(b1) // the value's size in bytes
+			default:
 				return nil
 			}
-			meta = uint16(length)
 		}
 		switch tp {
 		case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
@@ -157,6 +171,34 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 				return nil
 			}
 			cd.op, cd.fsp = opTimestamp2, int(meta)
+		case mysql.MYSQL_TYPE_TIME2:
+			if c.Kind != cdcsync.KindTime || meta > 6 {
+				return nil
+			}
+			cd.op, cd.fsp = opTime2, int(meta)
+		case mysql.MYSQL_TYPE_YEAR:
+			if c.Kind != cdcsync.KindInt32 && c.Kind != cdcsync.KindInt64 {
+				return nil
+			}
+			cd.op = opYear
+		case mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
+			class := decStrClassOf(c.DataType)
+			if c.Kind != cdcsync.KindString || (class != decStrEnum && class != decStrSet) {
+				return nil
+			}
+			cd.op, cd.width = opEnum, int(meta&0xff)
+			if tp == mysql.MYSQL_TYPE_SET {
+				cd.op = opSet
+			}
+			if cd.width < 1 || cd.width > 8 || (cd.op == opEnum && cd.width > 2) {
+				return nil
+			}
+		case mysql.MYSQL_TYPE_BIT:
+			nbits := int(meta>>8)*8 + int(meta&0xff)
+			cd.op, cd.width = opBit, (nbits+7)/8
+			if cd.width < 1 || cd.width > 8 || !decIsBit(c) {
+				return nil
+			}
 		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_BLOB:
 			cd.op, cd.width = opString, 1
 			switch {
@@ -350,6 +392,29 @@ func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
 			return nil, 0, false // the zero timestamp: the policies decide
 		}
 		return sec*1e6 + fracMicros(b[4:], cd.fsp), n, true
+	case opTime2:
+		return time2Micros(b, cd.fsp)
+	case opYear:
+		y := int(b[0])
+		if y != 0 {
+			y += 1900
+		}
+		v, err := DecodeBinlog(c, y)
+		return v, 1, err == nil
+	case opEnum, opSet:
+		var u uint64
+		for i := cd.width - 1; i >= 0; i-- {
+			u = u<<8 | uint64(b[i])
+		}
+		v, err := decBinlogString(c, int64(u))
+		return v, cd.width, err == nil
+	case opBit:
+		var u uint64
+		for i := range cd.width {
+			u = u<<8 | uint64(b[i])
+		}
+		v, err := DecodeBinlog(c, int64(u))
+		return v, cd.width, err == nil
 	case opString:
 		var l int
 		for i := cd.width - 1; i >= 0; i-- {
@@ -376,6 +441,54 @@ func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
 		return v, n, err == nil
 	}
 	return nil, 0, false
+}
+
+// time2Micros reads a TIME2 with fsp digits as signed microseconds, and
+// the bytes it took; false for a value outside TIME's range. Negative
+// values with 1 to 4 digits store their fraction in reverse order
+// (MySQL's my_time.cc).
+func time2Micros(b []byte, fsp int) (any, int, bool) {
+	n := 3 + (fsp+1)/2
+	be := func(k int) int64 {
+		var v int64
+		for i := range k {
+			v = v<<8 | int64(b[i])
+		}
+		return v
+	}
+	var packed int64
+	switch fsp {
+	case 1, 2:
+		ip, frac := be(3)-0x800000, int64(b[3])
+		if ip < 0 && frac != 0 {
+			ip, frac = ip+1, frac-0x100
+		}
+		packed = ip<<24 + frac*10000
+	case 3, 4:
+		ip, frac := be(3)-0x800000, int64(binary.BigEndian.Uint16(b[3:]))
+		if ip < 0 && frac != 0 {
+			ip, frac = ip+1, frac-0x10000
+		}
+		packed = ip<<24 + frac*100
+	case 5, 6:
+		packed = be(6) - 0x800000000000
+	default:
+		packed = (be(3) - 0x800000) << 24
+	}
+	neg := packed < 0
+	if neg {
+		packed = -packed
+	}
+	hms, us := packed>>24, packed&(1<<24-1)
+	h, m, s := hms>>12&1023, hms>>6&63, hms&63
+	if h > 838 || m > 59 || s > 59 || us > 999999 {
+		return nil, 0, false
+	}
+	v := ((h*60+m)*60+s)*1e6 + us
+	if neg {
+		v = -v
+	}
+	return v, n, true
 }
 
 // fracMicros reads the fractional seconds of a DATETIME2, TIMESTAMP2 or

@@ -40,9 +40,12 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		ts TIMESTAMP NULL, ts2 TIMESTAMP(2) NULL, ts5 TIMESTAMP(5) NULL, ts6 TIMESTAMP(6) NULL
 	) CHARACTER SET utf8mb4`,
 		// Zero dates, which only go-mysql's path may decide.
-		"CREATE TABLE rimg.z (id INT PRIMARY KEY, d DATE, dtm DATETIME(6), ts TIMESTAMP NULL)")
+		"CREATE TABLE rimg.z (id INT PRIMARY KEY, d DATE, dtm DATETIME(6), ts TIMESTAMP NULL)",
+		`CREATE TABLE rimg.x (id INT PRIMARY KEY, tm TIME, tm1 TIME(1), tm2 TIME(2), tm3 TIME(3), tm4 TIME(4), tm5 TIME(5), tm6 TIME(6),
+		y YEAR, e ENUM('a','b','c d','é'), e2 ENUM(`+rimgLabels(300)+`), st SET('x','y','z'), st2 SET(`+rimgLabels(64)+`),
+		b1 BIT(1), b5 BIT(5), b12 BIT(12), b64 BIT(64), bo BOOL)`)
 	schemas := map[string]*cdcsync.TableSchema{}
-	for _, name := range []string{"t", "z"} {
+	for _, name := range []string{"t", "z", "x"} {
 		s, err := LoadSchema(ctx, conn, cdcsync.TableID{Database: "rimg", Table: name})
 		if err != nil {
 			t.Fatal(err)
@@ -66,6 +69,10 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		stmts = append(stmts, fmt.Sprintf("UPDATE rimg.t SET vc = %s, d2 = %s, dtm6 = %s WHERE id = %d",
 			rimgText(rng, 20), rimgDecimal(rng, 38, 10), rimgDatetime(rng), id+1))
 	}
+	for id := 1; id <= 300; id++ {
+		stmts = append(stmts, "INSERT INTO rimg.x VALUES ("+rimgRowX(rng, id)+")")
+	}
+	stmts = append(stmts, "UPDATE rimg.x SET tm6 = '-838:59:59.000000', b64 = b'1' WHERE id < 50", "DELETE FROM rimg.x WHERE id % 5 = 0")
 	stmts = append(stmts, "DELETE FROM rimg.t WHERE id % 7 = 0",
 		// A multi-row event and a multi-row update.
 		"UPDATE rimg.t SET ti = ti DIV 2 WHERE id < 100")
@@ -210,6 +217,50 @@ func rimgRow(rng *rand.Rand, id int) string {
 		ts := time.Unix(1+rng.Int64N(2147483000), rng.Int64N(1e6)*1000).UTC()
 		vals = append(vals, null(ts.Format("'2006-01-02 15:04:05.000000'")))
 	}
+	return strings.Join(vals, ", ")
+}
+
+// rimgLabels is n labels of an ENUM or SET: 'l1', 'l2', ...
+func rimgLabels(n int) string {
+	var ls []string
+	for i := 1; i <= n; i++ {
+		ls = append(ls, fmt.Sprintf("'l%d'", i))
+	}
+	return strings.Join(ls, ",")
+}
+
+// rimgRowX is the VALUES of a random row of rimg.x with id.
+func rimgRowX(rng *rand.Rand, id int) string {
+	null := func(v string) string {
+		if rng.IntN(8) == 0 {
+			return "NULL"
+		}
+		return v
+	}
+	vals := []string{fmt.Sprint(id)}
+	for range 7 { // tm .. tm6; the server rounds to each one's digits
+		var v string
+		switch rng.IntN(5) {
+		case 0:
+			v = []string{"'838:59:59'", "'-838:59:59'", "'00:00:00'", "'-00:00:00.5'", "'-00:00:01.25'", "'-12:00:00.000001'"}[rng.IntN(6)]
+		default:
+			sign := []string{"", "-"}[rng.IntN(2)]
+			v = fmt.Sprintf("'%s%d:%02d:%02d.%06d'", sign, rng.IntN(838), rng.IntN(60), rng.IntN(60), rng.IntN(1000000))
+		}
+		vals = append(vals, null(v))
+	}
+	vals = append(vals, null(fmt.Sprint([]int{0, 1901, 2155, 1970 + rng.IntN(100)}[rng.IntN(4)])))
+	vals = append(vals, null([]string{"'a'", "'b'", "'c d'", "'é'", "''"}[rng.IntN(5)]), null(fmt.Sprintf("'l%d'", 1+rng.IntN(300))))
+	vals = append(vals, null([]string{"''", "'x'", "'x,z'", "'x,y,z'"}[rng.IntN(4)]))
+	var members []string
+	for i := 1; i <= 64; i++ {
+		if rng.IntN(3) == 0 || (i == 64 && rng.IntN(2) == 0) {
+			members = append(members, fmt.Sprintf("l%d", i))
+		}
+	}
+	vals = append(vals, null("'"+strings.Join(members, ",")+"'"))
+	vals = append(vals, null(fmt.Sprintf("b'%b'", rng.IntN(2))), null(fmt.Sprintf("b'%b'", rng.IntN(32))), null(fmt.Sprintf("b'%b'", rng.IntN(4096))),
+		null(fmt.Sprintf("b'%b'", rng.Uint64())), null(fmt.Sprint(rng.IntN(2))))
 	return strings.Join(vals, ", ")
 }
 

@@ -1112,23 +1112,33 @@ func decBinlogInt(c *cdcsync.Column, v any) (u uint64, neg bool, ok bool) {
 // decIntKind returns the int32 or int64 of a magnitude and sign, checking
 // the range.
 func decIntKind(c *cdcsync.Column, u uint64, neg bool) (any, error) {
+	n, err := decIntRange(c, u, neg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Kind == cdcsync.KindInt32 {
+		return int32(n), nil
+	}
+	return n, nil
+}
+
+// decIntRange is decIntKind's value before it is boxed: an int64 within
+// the range of c's kind.
+func decIntRange(c *cdcsync.Column, u uint64, neg bool) (int64, error) {
 	var n int64
 	if neg {
 		if u > 1<<63 {
-			return nil, decErr(c, ReasonOutOfRange, "-"+strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
+			return 0, decErr(c, ReasonOutOfRange, "-"+strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
 		}
 		n = -int64(u-1) - 1
 	} else {
 		if u > math.MaxInt64 {
-			return nil, decErr(c, ReasonOutOfRange, strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
+			return 0, decErr(c, ReasonOutOfRange, strconv.FormatUint(u, 10), "does not fit kind %s", c.Kind)
 		}
 		n = int64(u)
 	}
-	if c.Kind == cdcsync.KindInt32 {
-		if n < math.MinInt32 || n > math.MaxInt32 {
-			return nil, decErr(c, ReasonOutOfRange, strconv.FormatInt(n, 10), "does not fit kind %s", c.Kind)
-		}
-		return int32(n), nil
+	if c.Kind == cdcsync.KindInt32 && (n < math.MinInt32 || n > math.MaxInt32) {
+		return 0, decErr(c, ReasonOutOfRange, strconv.FormatInt(n, 10), "does not fit kind %s", c.Kind)
 	}
 	return n, nil
 }

@@ -1,11 +1,12 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
-	"strings"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -90,6 +91,7 @@ const (
 
 type colDecoder struct {
 	op       colOp
+	slot     int // the value's place in a row's block of numbers and temporals
 	col      *cdcsync.Column
 	width    int  // bytes of an integer; bytes of a string's length prefix
 	unsigned bool // the table map says UNSIGNED (MySQL's full row metadata)
@@ -102,9 +104,11 @@ type colDecoder struct {
 
 // rowDecoder decodes the row images of one table map for one schema.
 type rowDecoder struct {
-	cols []colDecoder
-	// arenaHint sizes each row's text buffer: the largest a row needed.
-	arenaHint int
+	cols    []colDecoder
+	scalars int // columns whose values are kept in a row's block (colDecoder.slot)
+	// The text of the image being decoded, and where each value is in it.
+	text  []byte
+	spans []textSpan
 }
 
 // compileRowDecoder returns the decoder of m's row images into s's rows,
@@ -114,7 +118,7 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 		return nil
 	}
 	unsigned := m.UnsignedMap()
-	d := &rowDecoder{cols: make([]colDecoder, len(s.Columns)), arenaHint: 64}
+	d := &rowDecoder{cols: make([]colDecoder, len(s.Columns))}
 	for i := range s.Columns {
 		c := &s.Columns[i]
 		cd := colDecoder{col: c, unsigned: unsigned[i]}
@@ -226,6 +230,11 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 		default:
 			return nil
 		}
+		switch cd.op {
+		case opInt, opFloat, opDouble, opDate, opDatetime2, opTimestamp2, opTime2:
+			cd.slot = d.scalars
+			d.scalars++
+		}
 		d.cols[i] = cd
 	}
 	return d
@@ -306,31 +315,57 @@ func (d *rowDecoder) decode(e *replication.RowsEvent, body deferredRows) (images
 
 // image decodes one row image at the start of data and returns how many
 // bytes it took.
+//
+// A row costs four allocations whatever its width: the row, a block that
+// holds its numbers and temporals, its text (exactly sized, copied from the
+// decoder's scratch) and the headers of its strings; boxed values point
+// into the block and the headers (boxedAt). Boxing each value on its own
+// was 80% of the catch-up's allocations, and the collector's work grew
+// with them.
 func (d *rowDecoder) image(data []byte) (cdcsync.Row, int, bool) {
 	nulls := data[:(len(d.cols)+7)/8]
 	p := len(nulls)
 	row := make(cdcsync.Row, len(d.cols))
-	arena := decArena{buf: make([]byte, 0, d.arenaHint)}
+	var block []uint64
+	if d.scalars > 0 {
+		block = make([]uint64, d.scalars)
+	}
+	d.text, d.spans = d.text[:0], d.spans[:0]
 	for i := range d.cols {
 		if nulls[i>>3]&(1<<(i&7)) != 0 {
 			continue
 		}
-		v, used, ok := d.cols[i].value(data[p:], &arena)
+		used, ok := d.cols[i].decode(data[p:], d, row, i, block)
 		if !ok {
 			return nil, 0, false
 		}
-		row[i] = v
 		p += used
 	}
-	if l := len(arena.buf); l > d.arenaHint && l <= 64<<10 {
-		d.arenaHint = l
+	if len(d.spans) > 0 {
+		text := make([]byte, len(d.text))
+		copy(text, d.text)
+		strs := make([]string, len(d.spans))
+		for k, sp := range d.spans {
+			if sp.n > 0 {
+				strs[k] = unsafe.String(&text[sp.off], sp.n)
+			}
+			row[sp.col] = boxedAt(efaceString, unsafe.Pointer(&strs[k]))
+		}
+	}
+	if cap(d.text) > 1<<20 {
+		d.text = nil // a huge row's scratch is not kept
 	}
 	return row, p, true
 }
 
-// value decodes one value, as decodeBinlogRow decodes what go-mysql makes
-// of the same bytes, and returns how many bytes it took.
-func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
+// textSpan is where a text value of the image being decoded is in
+// rowDecoder.text.
+type textSpan struct{ col, off, n int }
+
+// decode decodes column i's value at the start of b into row, as
+// decodeBinlogRow decodes what go-mysql makes of the same bytes, and
+// returns how many bytes it took.
+func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, block []uint64) (int, bool) {
 	c := cd.col
 	switch cd.op {
 	case opInt:
@@ -344,77 +379,75 @@ func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
 			sv = int64(uv<<shift) >> shift
 		}
 		u, neg := decIntParts(c, !cd.unsigned, sv, uv)
-		v, err := decIntKind(c, u, neg)
-		return v, cd.width, err == nil
-	case opFloat:
-		f := float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
-		if c.Kind == cdcsync.KindFloat32 {
-			return float32(f), 4, true
+		n, err := decIntRange(c, u, neg)
+		if err != nil {
+			return 0, false
 		}
-		return f, 4, true
-	case opDouble:
-		f := math.Float64frombits(binary.LittleEndian.Uint64(b))
-		if c.Kind == cdcsync.KindFloat32 {
-			return float32(f), 8, true
+		if c.Kind == cdcsync.KindInt32 {
+			cd.put(row, i, block, efaceInt32, uint64(uint32(int32(n))))
+		} else {
+			cd.put(row, i, block, efaceInt64, uint64(n))
 		}
-		return f, 8, true
+		return cd.width, true
+	case opFloat, opDouble:
+		var f float64
+		n := 8
+		if cd.op == opFloat {
+			f, n = float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 4
+		} else {
+			f = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		}
+		if c.Kind == cdcsync.KindFloat32 {
+			cd.put(row, i, block, efaceFloat32, uint64(math.Float32bits(float32(f))))
+		} else {
+			cd.put(row, i, block, efaceFloat64, math.Float64bits(f))
+		}
+		return n, true
 	case opDecimal:
-		var buf [96]byte
-		out, n := decodeBinaryDecimal(b, cd.prec, cd.scale, buf[:0])
-		return a.str(unsafeString(out)), n, true
+		start := len(d.text)
+		var n int
+		d.text, n = decodeBinaryDecimal(b, cd.prec, cd.scale, d.text)
+		d.spans = append(d.spans, textSpan{col: i, off: start, n: len(d.text) - start})
+		return n, true
 	case opDate:
 		v := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
 		y, m, dd := int64(v>>9), int64(v>>5&15), int64(v&31)
 		if y < 1 || y > 9999 || !decValidYMD(y, m, dd) {
-			return nil, 0, false // zero and invalid dates: the policies decide
+			return 0, false // zero and invalid dates: the policies decide
 		}
-		return int32(decDaysFromCivil(y, m, dd)), 3, true
+		cd.put(row, i, block, efaceInt32, uint64(uint32(int32(decDaysFromCivil(y, m, dd)))))
+		return 3, true
 	case opDatetime2:
 		n := 5 + (cd.fsp+1)/2
 		packed := int64(b[0])<<32 | int64(b[1])<<24 | int64(b[2])<<16 | int64(b[3])<<8 | int64(b[4])
 		packed -= 0x8000000000
 		if packed <= 0 {
-			return nil, 0, false
+			return 0, false
 		}
 		ymd, hms := packed>>17, packed&(1<<17-1)
 		ym := ymd >> 5
 		y, m, dd := ym/13, ym%13, ymd&31
 		hh, mi, ss := hms>>12, hms>>6&63, hms&63
 		if y < 1 || y > 9999 || !decValidYMD(y, m, dd) || hh > 23 || mi > 59 || ss > 59 {
-			return nil, 0, false
+			return 0, false
 		}
 		days := decDaysFromCivil(y, m, dd)
-		return ((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + fracMicros(b[5:], cd.fsp), n, true
+		cd.put(row, i, block, efaceInt64, uint64(((days*24+hh)*60+mi)*60*1e6+ss*1e6+fracMicros(b[5:], cd.fsp)))
+		return n, true
 	case opTimestamp2:
 		n := 4 + (cd.fsp+1)/2
 		sec := int64(binary.BigEndian.Uint32(b))
 		if sec == 0 {
-			return nil, 0, false // the zero timestamp: the policies decide
+			return 0, false // the zero timestamp: the policies decide
 		}
-		return sec*1e6 + fracMicros(b[4:], cd.fsp), n, true
+		cd.put(row, i, block, efaceInt64, uint64(sec*1e6+fracMicros(b[4:], cd.fsp)))
+		return n, true
 	case opTime2:
-		return time2Micros(b, cd.fsp)
-	case opYear:
-		y := int(b[0])
-		if y != 0 {
-			y += 1900
+		v, n, ok := time2Micros(b, cd.fsp)
+		if ok {
+			cd.put(row, i, block, efaceInt64, uint64(v))
 		}
-		v, err := DecodeBinlog(c, y)
-		return v, 1, err == nil
-	case opEnum, opSet:
-		var u uint64
-		for i := cd.width - 1; i >= 0; i-- {
-			u = u<<8 | uint64(b[i])
-		}
-		v, err := decBinlogString(c, int64(u))
-		return v, cd.width, err == nil
-	case opBit:
-		var u uint64
-		for i := range cd.width {
-			u = u<<8 | uint64(b[i])
-		}
-		v, err := DecodeBinlog(c, int64(u))
-		return v, cd.width, err == nil
+		return n, ok
 	case opString:
 		var l int
 		for i := cd.width - 1; i >= 0; i-- {
@@ -423,11 +456,12 @@ func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
 		n := cd.width + l
 		raw := b[cd.width:n:n]
 		if cd.plain {
-			t := unsafeString(raw)
 			if cd.trim {
-				t = strings.TrimRight(t, " ")
+				raw = bytes.TrimRight(raw, " ")
 			}
-			return a.str(t), n, true
+			d.spans = append(d.spans, textSpan{col: i, off: len(d.text), n: len(raw)})
+			d.text = append(d.text, raw...)
+			return n, true
 		}
 		var (
 			v   any
@@ -438,16 +472,82 @@ func (cd *colDecoder) value(b []byte, a *decArena) (any, int, bool) {
 		} else {
 			v, err = decBinlogString(c, raw)
 		}
-		return v, n, err == nil
+		row[i] = v
+		return n, err == nil
 	}
-	return nil, 0, false
+	// The rarer types: their value is decided by the function that decides
+	// go-mysql's value of the same bytes.
+	var (
+		v   any
+		n   int
+		err error
+	)
+	switch cd.op {
+	case opYear:
+		y := int(b[0])
+		if y != 0 {
+			y += 1900
+		}
+		v, err = DecodeBinlog(c, y)
+		n = 1
+	case opEnum, opSet:
+		var u uint64
+		for i := cd.width - 1; i >= 0; i-- {
+			u = u<<8 | uint64(b[i])
+		}
+		v, err = decBinlogString(c, int64(u))
+		n = cd.width
+	case opBit:
+		var u uint64
+		for i := range cd.width {
+			u = u<<8 | uint64(b[i])
+		}
+		v, err = DecodeBinlog(c, int64(u))
+		n = cd.width
+	default:
+		return 0, false
+	}
+	row[i] = v
+	return n, err == nil
+}
+
+// put stores a number or temporal of column i in the row's block, as the
+// bits of its Go type typ, and boxes it in place.
+func (cd *colDecoder) put(row cdcsync.Row, i int, block []uint64, typ unsafe.Pointer, bits uint64) {
+	block[cd.slot] = bits
+	row[i] = boxedAt(typ, unsafe.Pointer(&block[cd.slot]))
+}
+
+// eface is the layout of an interface value (runtime.eface): its dynamic
+// type, and a pointer to the value for types that are not pointers.
+type eface struct{ typ, data unsafe.Pointer }
+
+func dynamicType(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
+
+// The dynamic types of the values boxedAt makes (constants once set).
+var (
+	efaceInt32   = dynamicType(int32(0))
+	efaceInt64   = dynamicType(int64(0))
+	efaceFloat32 = dynamicType(float32(0))
+	efaceFloat64 = dynamicType(float64(0))
+	efaceString  = dynamicType("")
+)
+
+// boxedAt returns the interface value of type typ whose value is at p,
+// without copying it to an allocation of its own, as a conversion to any
+// would. p must hold a value of that type (its bits, little-endian, for
+// the numbers) and must never change afterwards.
+func boxedAt(typ, p unsafe.Pointer) (v any) {
+	e := (*eface)(unsafe.Pointer(&v))
+	e.typ, e.data = typ, p
+	return v
 }
 
 // time2Micros reads a TIME2 with fsp digits as signed microseconds, and
 // the bytes it took; false for a value outside TIME's range. Negative
 // values with 1 to 4 digits store their fraction in reverse order
 // (MySQL's my_time.cc).
-func time2Micros(b []byte, fsp int) (any, int, bool) {
+func time2Micros(b []byte, fsp int) (int64, int, bool) {
 	n := 3 + (fsp+1)/2
 	be := func(k int) int64 {
 		var v int64
@@ -482,7 +582,7 @@ func time2Micros(b []byte, fsp int) (any, int, bool) {
 	hms, us := packed>>24, packed&(1<<24-1)
 	h, m, s := hms>>12&1023, hms>>6&63, hms&63
 	if h > 838 || m > 59 || s > 59 || us > 999999 {
-		return nil, 0, false
+		return 0, 0, false
 	}
 	v := ((h*60+m)*60+s)*1e6 + us
 	if neg {

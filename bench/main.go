@@ -1,15 +1,19 @@
 // Command bench measures cdcsync end to end against a MariaDB it starts
 // itself (and MinIO with --warehouse minio), next to baselines measured in
 // the same run: the initial copy against a raw SELECT, the binlog catch-up
-// against a raw go-mysql decode of the same binlog range, the freshness and
-// memory of the daemon under a paced load at several rates, and the read
-// amplification of the table's delete files (a full scan before and after
-// `cdcsync compact`). See docs/performance.md.
+// against two raw go-mysql decodes of the same binlog range (configured like
+// cdcsync, and plain) and against Debezium's MySQL connector reading it
+// (bench/debezium.go), the freshness and memory of the daemon under a paced
+// load at several rates, and the read amplification of the table's delete
+// files (a full scan before and after `cdcsync compact`). See
+// docs/performance.md.
 //
 //	go run ./bench                       # full run, about 7 to 11 minutes
 //	go run ./bench --quick               # smoke run: 100k rows/changes, 15 s per rate
 //	go run ./bench --out bench.md        # also write the summary (and bench.json)
 //	go run ./bench --pprof /tmp/prof     # also profile the daemon, through its admin socket (timings are perturbed)
+//	go run ./bench --debezium=false      # without the Debezium peer (on by default; needs Java 17+ and Maven, built once into .tools/debezium)
+//	go run ./bench --decode-variants     # also decode the catch-up's range with each of baseline A's options changed alone
 //	go run ./bench --partition "day(created_at), bucket(8, id)"
 //	                                     # two runs, unpartitioned then partitioned, compared
 package main
@@ -51,6 +55,9 @@ type options struct {
 	deletesMode    string
 	partition      string // the partition spec of bench.t; "" unpartitioned
 	hugeTxn        int64  // rows of the --huge-txn UPDATE; 0: no such phase
+	debezium       bool   // run the Debezium peer (bench/debezium.go)
+	debeziumPasses int    // readings of the range by the peer; the last is reported as warm
+	decodeVariants bool   // also run decodeSteps
 }
 
 func main() {
@@ -76,6 +83,9 @@ func main() {
 	flag.StringVar(&o.extraConfig, "extra-config", "", "YAML appended to cdcsync's configuration, e.g. 'maintenance: {enabled: false}'")
 	flag.StringVar(&o.deletesMode, "deletes", "", "deletes.mode of the bench table: position, dv or equality (default: cdcsync's default, position)")
 	flag.Int64Var(&o.hugeTxn, "huge-txn", 0, "after the catch-up, one UPDATE of this many rows of bench.t as a single transaction, mirrored by a fresh daemon (0: no such phase); with --extra-config 'memory_limit: 512MiB' it shows the bound")
+	flag.BoolVar(&o.debezium, "debezium", true, "read the catch-up's binlog range with Debezium's MySQL connector too (the peer; needs Java 17+ and Maven, built once into .tools/debezium)")
+	flag.IntVar(&o.debeziumPasses, "debezium-passes", 3, "readings of the catch-up's range by the Debezium peer, each by a new engine in one JVM: the first is reported as cold, the last as warm")
+	flag.BoolVar(&o.decodeVariants, "decode-variants", false, "also decode the catch-up's binlog range with each of baseline A's decoding options changed alone (where A's CPU per change goes)")
 	flag.StringVar(&o.partition, "partition", "", `partition bench.t, e.g. "day(created_at), bucket(8, id)": the harness runs twice, unpartitioned and then partitioned, and compares the two`)
 	flag.Parse()
 	set := map[string]bool{}
@@ -88,8 +98,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if o.txnRows < 1 || o.workers < 1 || o.scans < 1 || o.ampEpochs < 0 || o.ampRate < 1 {
-		fmt.Fprintln(os.Stderr, "bench: --txn-rows, --workers, --scans and --amp-rate must be positive, --amp-epochs not negative")
+	if o.txnRows < 1 || o.workers < 1 || o.scans < 1 || o.ampEpochs < 0 || o.ampRate < 1 || o.debeziumPasses < 1 {
+		fmt.Fprintln(os.Stderr, "bench: --txn-rows, --workers, --scans, --amp-rate and --debezium-passes must be positive, --amp-epochs not negative")
 		os.Exit(2)
 	}
 	if o.quick {
@@ -227,18 +237,29 @@ type results struct {
 	Options   map[string]any `json:"options"`
 	Started   time.Time      `json:"started"`
 	Baselines struct {
-		DecodeSeconds       float64 `json:"decode_seconds"`
-		DecodeRowChanges    int64   `json:"decode_row_changes"`
-		DecodeRate          float64 `json:"decode_changes_per_s"`
-		DecodeCPUMicros     float64 `json:"decode_cpu_us_per_change"`
-		DecodeBinlogMB      float64 `json:"decode_binlog_mb"`
-		SelectRows          int64   `json:"select_rows"`
-		SelectGoSeconds     float64 `json:"select_go_seconds"`
-		SelectGoRate        float64 `json:"select_go_rows_per_s"`
-		SelectGoCPUPerMRows float64 `json:"select_go_cpu_s_per_mrows"`
-		SelectCLISeconds    float64 `json:"select_cli_seconds"`
-		SelectCLIRate       float64 `json:"select_cli_rows_per_s"`
-		SelectCLINote       string  `json:"select_cli_note,omitempty"`
+		DecodeSeconds    float64 `json:"decode_seconds"`
+		DecodeRowChanges int64   `json:"decode_row_changes"`
+		DecodeRate       float64 `json:"decode_changes_per_s"`
+		DecodeCPUMicros  float64 `json:"decode_cpu_us_per_change"`
+		DecodeBinlogMB   float64 `json:"decode_binlog_mb"`
+		// Baseline P: the plain decode (decodePlain), same range.
+		PlainSeconds   float64 `json:"plain_decode_seconds"`
+		PlainChanges   int64   `json:"plain_decode_row_changes"`
+		PlainRate      float64 `json:"plain_decode_changes_per_s"`
+		PlainCPUMicros float64 `json:"plain_decode_cpu_us_per_change"`
+		// Limit is the decode baseline with the lower CPU per change (A or
+		// P): the limit the catch-up is measured against.
+		Limit               string          `json:"decode_limit"`
+		LimitRate           float64         `json:"decode_limit_changes_per_s"`
+		LimitCPUMicros      float64         `json:"decode_limit_cpu_us_per_change"`
+		Variants            []decodeFigures `json:"decode_variants,omitempty"`
+		SelectRows          int64           `json:"select_rows"`
+		SelectGoSeconds     float64         `json:"select_go_seconds"`
+		SelectGoRate        float64         `json:"select_go_rows_per_s"`
+		SelectGoCPUPerMRows float64         `json:"select_go_cpu_s_per_mrows"`
+		SelectCLISeconds    float64         `json:"select_cli_seconds"`
+		SelectCLIRate       float64         `json:"select_cli_rows_per_s"`
+		SelectCLINote       string          `json:"select_cli_note,omitempty"`
 	} `json:"baselines"`
 	Snapshot struct {
 		Rows         int64   `json:"rows"`
@@ -256,19 +277,27 @@ type results struct {
 		StartSeconds float64 `json:"startup_seconds"`
 	} `json:"snapshot"`
 	Catchup struct {
-		Changes        int64   `json:"row_changes"`
-		Txns           int     `json:"transactions"`
-		GenSeconds     float64 `json:"generate_seconds"`
-		Seconds        float64 `json:"seconds"`
-		Rate           float64 `json:"changes_per_s"`
-		Ratio          float64 `json:"ratio_to_decode"`
-		CPUSeconds     float64 `json:"cpu_seconds"`
-		CPUMicros      float64 `json:"cpu_us_per_change"`
-		PeakRSSMiB     float64 `json:"peak_rss_mib"`
-		BodySeconds    float64 `json:"body_seconds"`
-		BodyChanges    int64   `json:"body_changes"`
-		BodyRate       float64 `json:"body_changes_per_s"`
-		BodyRatio      float64 `json:"body_ratio_to_decode"`
+		Changes     int64   `json:"row_changes"`
+		Txns        int     `json:"transactions"`
+		GenSeconds  float64 `json:"generate_seconds"`
+		Seconds     float64 `json:"seconds"`
+		Rate        float64 `json:"changes_per_s"`
+		Ratio       float64 `json:"ratio_to_decode"`
+		CPUSeconds  float64 `json:"cpu_seconds"`
+		CPUMicros   float64 `json:"cpu_us_per_change"`
+		PeakRSSMiB  float64 `json:"peak_rss_mib"`
+		BodySeconds float64 `json:"body_seconds"`
+		BodyChanges int64   `json:"body_changes"`
+		BodyRate    float64 `json:"body_changes_per_s"`
+		BodyRatio   float64 `json:"body_ratio_to_decode"`
+		// Against the decode limit (the lower of A and P) and against the
+		// Debezium peer's warm pass: rate ratios and CPU per change
+		// multiples (cdcsync's over the baseline's).
+		RatioLimit     float64 `json:"ratio_to_decode_limit"`
+		CPUxA          float64 `json:"cpu_x_decode"`
+		CPUxLimit      float64 `json:"cpu_x_decode_limit"`
+		RatioDebezium  float64 `json:"ratio_to_debezium,omitempty"`
+		CPUxDebezium   float64 `json:"cpu_x_debezium,omitempty"`
 		StartupSeconds float64 `json:"startup_seconds"`
 		// The epochs of the catch-up, the files each added (mean, max),
 		// and the table's live files at its end.
@@ -288,6 +317,24 @@ type results struct {
 	FreshRuns           []freshRun `json:"freshness_runs"` // every rate, in the order run
 	ReadAmp             readAmp    `json:"read_amplification"`
 	Huge                *hugeRun   `json:"huge_txn,omitempty"`
+	// Debezium is the peer's decode of the catch-up's range (nil with
+	// --debezium=false).
+	Debezium *debeziumResult `json:"debezium,omitempty"`
+}
+
+// decodeFigures is one decode baseline's figures.
+type decodeFigures struct {
+	Name      string  `json:"name"`
+	Desc      string  `json:"description"`
+	Seconds   float64 `json:"seconds"`
+	Changes   int64   `json:"row_changes"`
+	Rate      float64 `json:"changes_per_s"`
+	CPUMicros float64 `json:"cpu_us_per_change"`
+}
+
+func figures(v decodeVariant, d decodeResult) decodeFigures {
+	return decodeFigures{Name: v.Name, Desc: v.Desc, Seconds: d.Wall.Seconds(), Changes: d.RowChanges,
+		Rate: float64(d.RowChanges) / d.Wall.Seconds(), CPUMicros: float64(d.CPU.Microseconds()) / float64(d.RowChanges)}
 }
 
 const mib = 1 << 20
@@ -300,7 +347,8 @@ func run(o options) (*results, error) {
 	res.Source = gitState()
 	res.Options = map[string]any{"partition": o.partition, "extra_config": o.extraConfig, "deletes": o.deletesMode, "rows": o.rows, "changes": o.changes, "rates": o.rates, "txn_rows": o.txnRows, "workers": o.workers,
 		"duration": o.duration.String(), "interval": o.interval.String(), "warehouse": o.warehouse, "pprof": o.pprofDir != "",
-		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "amp_maintained": o.ampMaintained, "scans": o.scans, "huge_txn": o.hugeTxn}
+		"amp_epochs": o.ampEpochs, "amp_rate": o.ampRate, "amp_maintained": o.ampMaintained, "scans": o.scans, "huge_txn": o.hugeTxn,
+		"debezium": o.debezium, "debezium_passes": o.debeziumPasses, "decode_variants": o.decodeVariants}
 	dir, err := os.MkdirTemp("", "cdcsync-bench-")
 	if err != nil {
 		return nil, err
@@ -328,6 +376,14 @@ func run(o options) (*results, error) {
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("go build ./cmd/cdcsync: %w", err)
+	}
+	// The Debezium peer is built (or found in its cache) before anything
+	// is measured, so that a missing java or mvn fails the run at once.
+	var debeziumCP string
+	if o.debezium {
+		if debeziumCP, err = buildDebezium(root); err != nil {
+			return nil, err
+		}
 	}
 
 	// Servers.
@@ -532,21 +588,53 @@ admin:
 		logf("catch-up: target @@gtid_binlog_pos %s (checkpoint was at sequence %d)", gp, ckSeq)
 	}
 
-	// Baseline A: raw decode of the same binlog range.
+	// Baselines A and P: raw decodes of the same binlog range, configured
+	// like cdcsync and plain.
 	logf("baseline A: raw binlog decode")
 	res.LoadAvg = append(res.LoadAvg, "baseline A: "+loadAvg())
-	dec, err := rawDecode(db, startPos, target)
+	dec, err := bestDecode(db, decodeA, startPos, target)
 	if err != nil {
 		return nil, err
-	}
-	if dec2, err := rawDecode(db, startPos, target); err == nil && dec2.Wall < dec.Wall {
-		dec = dec2
 	}
 	res.Baselines.DecodeSeconds = dec.Wall.Seconds()
 	res.Baselines.DecodeRowChanges = dec.RowChanges
 	res.Baselines.DecodeRate = float64(dec.RowChanges) / dec.Wall.Seconds()
 	res.Baselines.DecodeCPUMicros = float64(dec.CPU.Microseconds()) / float64(dec.RowChanges)
 	res.Baselines.DecodeBinlogMB = float64(dec.Bytes) / mib
+	logf("baseline P: plain binlog decode")
+	plain, err := bestDecode(db, decodePlain, startPos, target)
+	if err != nil {
+		return nil, err
+	}
+	pf := figures(decodePlain, plain)
+	res.Baselines.PlainSeconds, res.Baselines.PlainChanges, res.Baselines.PlainRate, res.Baselines.PlainCPUMicros = pf.Seconds, pf.Changes, pf.Rate, pf.CPUMicros
+	res.Baselines.Limit, res.Baselines.LimitRate, res.Baselines.LimitCPUMicros = "A", res.Baselines.DecodeRate, res.Baselines.DecodeCPUMicros
+	if pf.CPUMicros < res.Baselines.DecodeCPUMicros {
+		res.Baselines.Limit, res.Baselines.LimitRate, res.Baselines.LimitCPUMicros = "P", pf.Rate, pf.CPUMicros
+	}
+	if o.decodeVariants {
+		for _, v := range decodeSteps {
+			logf("decode variant %s: %s", v.Name, v.Desc)
+			d, err := bestDecode(db, v, startPos, target)
+			if err != nil {
+				return nil, err
+			}
+			res.Baselines.Variants = append(res.Baselines.Variants, figures(v, d))
+		}
+	}
+
+	// The Debezium peer: the same range, into a consumer that discards it.
+	if o.debezium {
+		logf("Debezium peer: the MySQL connector reads the same range %d times in one JVM (the first cold, the last warm)", o.debeziumPasses)
+		res.LoadAvg = append(res.LoadAvg, "Debezium: "+loadAvg())
+		dz, err := runDebezium(debeziumCP, db, startPos, dec.RowChanges, o.debeziumPasses, filepath.Join(dir, "debezium.log"))
+		if err != nil {
+			// Keep the run: report the failure in the summary.
+			logf("Debezium peer: %v", err)
+			dz.Error = err.Error()
+		}
+		res.Debezium = &dz
+	}
 
 	// Catch-up: cdcsync from its checkpoint to the target.
 	logf("catch-up: cdcsync applies %d row changes", res.Catchup.Changes)
@@ -579,6 +667,13 @@ admin:
 	res.Catchup.Ratio = res.Catchup.Rate / res.Baselines.DecodeRate
 	res.Catchup.CPUSeconds = st.cpu.Seconds()
 	res.Catchup.CPUMicros = float64(st.cpu.Microseconds()) / float64(res.Catchup.Changes)
+	res.Catchup.RatioLimit = res.Catchup.Rate / res.Baselines.LimitRate
+	res.Catchup.CPUxA = res.Catchup.CPUMicros / res.Baselines.DecodeCPUMicros
+	res.Catchup.CPUxLimit = res.Catchup.CPUMicros / res.Baselines.LimitCPUMicros
+	if dz := res.Debezium; dz != nil && dz.Error == "" {
+		res.Catchup.RatioDebezium = res.Catchup.Rate / dz.Rate
+		res.Catchup.CPUxDebezium = res.Catchup.CPUMicros / dz.CPUMicros
+	}
 	res.Catchup.PeakRSSMiB = float64(st.hwm) / mib
 	res.Catchup.StartupSeconds = logDelay(d, "streaming the binlog")
 	// The body: up to the last checkpoint before the final one, which may
@@ -814,8 +909,26 @@ func markdown(r *results) string {
 	w("")
 	w("| Measure | Figure | Baseline (same run) | Ratio |")
 	w("|---|---|---|---|")
-	w("| Baseline A: raw binlog decode (go-mysql BinlogSyncer, events discarded) | %d row changes in %.2f s = %.0f changes/s, %.2f CPU-µs/change, %.0f MiB of binlog | | |",
+	w("| Baseline A: raw binlog decode (go-mysql BinlogSyncer configured like capture/stream.go, events discarded) | %d row changes in %.2f s = %.0f changes/s, %.2f CPU-µs/change, %.0f MiB of binlog | | |",
 		b2.DecodeRowChanges, b2.DecodeSeconds, b2.DecodeRate, b2.DecodeCPUMicros, b2.DecodeBinlogMB)
+	w("| Baseline P: plain binlog decode (go-mysql BinlogSyncer, library defaults, ParseTime on, UseDecimal off, events discarded) | %d row changes in %.2f s = %.0f changes/s, %.2f CPU-µs/change | %.2f CPU-µs/change (A) | %.2fx A's CPU |",
+		b2.PlainChanges, b2.PlainSeconds, b2.PlainRate, b2.PlainCPUMicros, b2.DecodeCPUMicros, b2.PlainCPUMicros/b2.DecodeCPUMicros)
+	if dz := r.Debezium; dz != nil && dz.Error != "" {
+		w("| Debezium peer | failed: %s | | |", strings.ReplaceAll(strings.TrimSpace(strings.SplitN(dz.Error, "\n", 2)[0]), "|", "\\|"))
+	} else if dz != nil {
+		w("| Debezium peer: %s %s, embedded engine, events discarded; warm: pass %d of %d, each a new engine in the same JVM | %d row changes in %.2f s = %.0f changes/s, %.2f CPU-s = %.2f CPU-µs/change | %.2f CPU-µs/change (decode limit, %s) | %.1fx the limit's CPU |",
+			dz.Connector[strings.LastIndexByte(dz.Connector, '.')+1:], dz.Version, len(dz.Passes), len(dz.Passes), dz.Changes, dz.Seconds, dz.Rate, dz.CPUSeconds, dz.CPUMicros, b2.LimitCPUMicros, b2.Limit, dz.CPUMicros/b2.LimitCPUMicros)
+		var mid []string
+		for _, p := range dz.Passes[1 : len(dz.Passes)-1] {
+			mid = append(mid, fmt.Sprintf("%.2f", p.CPU*1e6/float64(p.Changes)))
+		}
+		between := ""
+		if len(mid) > 0 {
+			between = fmt.Sprintf(" (passes between: %s CPU-µs/change)", strings.Join(mid, ", "))
+		}
+		w("| Debezium peer: cold pass (the JVM's first engine, JIT compiling) | %.2f s = %.0f changes/s, %.2f CPU-s = %.2f CPU-µs/change%s; before the timer: JVM start %.2f s, engine start and schema capture %.2f s; the JVM's CPU from start to exit %.2f s over %.1f s | | |",
+			dz.ColdSeconds, dz.ColdRate, dz.ColdCPUSeconds, dz.ColdCPUMicros, between, dz.JVMStartSeconds, dz.ReadySeconds, dz.ProcessCPUSeconds, dz.WallSeconds)
+	}
 	w("| Baseline B: raw SELECT, go-mysql ExecuteSelectStreaming | %d rows in %.2f s = %.0f rows/s, %.2f CPU-s/M rows | | |",
 		b2.SelectRows, b2.SelectGoSeconds, b2.SelectGoRate, b2.SelectGoCPUPerMRows)
 	if b2.SelectCLISeconds > 0 {
@@ -840,6 +953,12 @@ func markdown(r *results) string {
 	}
 	w("| Catch-up CPU, peak RSS | %.2f CPU-s = %.2f CPU-µs/change; peak RSS %.0f MiB | %.2f CPU-µs/change (decode) | %.1fx |",
 		c.CPUSeconds, c.CPUMicros, c.PeakRSSMiB, b2.DecodeCPUMicros, c.CPUMicros/b2.DecodeCPUMicros)
+	w("| Catch-up against the decode limit (baseline %s, the lower CPU of A and P) | %.0f changes/s, %.2f CPU-µs/change | %.0f changes/s, %.2f CPU-µs/change | rate %.2f, CPU %.1fx |",
+		b2.Limit, c.Rate, c.CPUMicros, b2.LimitRate, b2.LimitCPUMicros, c.RatioLimit, c.CPUxLimit)
+	if dz := r.Debezium; dz != nil && dz.Error == "" {
+		w("| Catch-up end to end (decode, merge, Parquet, commit) against Debezium's decode alone (warm) | %.0f changes/s, %.2f CPU-µs/change | %.0f changes/s, %.2f CPU-µs/change | rate %.2f, CPU %.2fx |",
+			c.Rate, c.CPUMicros, dz.Rate, dz.CPUMicros, c.RatioDebezium, c.CPUxDebezium)
+	}
 	if r.Huge != nil {
 		b.WriteString(hugeMarkdown(r.Huge, b2.DecodeCPUMicros))
 	}
@@ -891,6 +1010,16 @@ func markdown(r *results) string {
 	}
 	if a.Note != "" {
 		w("| Read amplification: row counts | %s | | |", a.Note)
+	}
+	if len(b2.Variants) > 0 {
+		w("")
+		w("| Decode variant (--decode-variants), same range, best of two | Figure | Against A | Against P |")
+		w("|---|---|---|---|")
+		w("| A: %s | %.0f changes/s, %.2f CPU-µs/change | | %+.2f CPU-µs/change |", decodeA.Desc, b2.DecodeRate, b2.DecodeCPUMicros, b2.DecodeCPUMicros-b2.PlainCPUMicros)
+		for _, v := range b2.Variants {
+			w("| %s: %s | %.0f changes/s, %.2f CPU-µs/change | %+.2f CPU-µs/change | %+.2f CPU-µs/change |", v.Name, v.Desc, v.Rate, v.CPUMicros, v.CPUMicros-b2.DecodeCPUMicros, v.CPUMicros-b2.PlainCPUMicros)
+		}
+		w("| P: %s | %.0f changes/s, %.2f CPU-µs/change | %+.2f CPU-µs/change | |", decodePlain.Desc, b2.PlainRate, b2.PlainCPUMicros, b2.PlainCPUMicros-b2.DecodeCPUMicros)
 	}
 	w("")
 	w("Setup: fill %.1f s (table %.0f MiB in InnoDB), catch-up changes generated in %.1f s (%d transactions), daemon startup before copying %.2f s, before streaming %.2f s; `cdcsync compact` of the catch-up's delete files before the freshness runs %.1f s.",

@@ -1091,22 +1091,8 @@ func decBinlogInt(c *cdcsync.Column, v any) (u uint64, neg bool, ok bool) {
 			return 0, false, false
 		}
 	}
-	width := decIntWidth(c)
-	if signed && c.Unsigned {
-		signed, uv = false, uint64(sv)
-		if width < 64 {
-			uv &= 1<<width - 1
-		}
-	} else if !signed && !c.Unsigned && width < 64 && uv>>(width-1) == 1 && uv < 1<<width {
-		signed, sv = true, int64(uv)-1<<width
-	}
-	if signed {
-		if sv < 0 {
-			return uint64(-(sv + 1)) + 1, true, true
-		}
-		return uint64(sv), false, true
-	}
-	return uv, false, true
+	u, neg = decIntParts(c, signed, sv, uv)
+	return u, neg, true
 }
 
 // decIntKind returns the int32 or int64 of a magnitude and sign, checking

@@ -691,7 +691,9 @@ func decodeBinaryDecimal(b []byte, prec, scale int, out []byte) ([]byte, int) {
 }
 
 // decIntParts is decBinlogInt for an integer already read: signed with
-// value sv, or unsigned with value uv.
+// value sv, or unsigned with value uv. A signed value in an UNSIGNED column
+// is reinterpreted at the column's width, an unsigned value in a signed
+// column sign-extended at that width.
 func decIntParts(c *cdcsync.Column, signed bool, sv int64, uv uint64) (u uint64, neg bool) {
 	width := decIntWidth(c)
 	if signed && c.Unsigned {

@@ -91,7 +91,6 @@ const (
 
 type colDecoder struct {
 	op       colOp
-	slot     int // the value's place in a row's block of numbers and temporals
 	col      *cdcsync.Column
 	width    int  // bytes of an integer; bytes of a string's length prefix
 	unsigned bool // the table map says UNSIGNED (MySQL's full row metadata)
@@ -105,7 +104,7 @@ type colDecoder struct {
 // rowDecoder decodes the row images of one table map for one schema.
 type rowDecoder struct {
 	cols    []colDecoder
-	scalars int // columns whose values are kept in a row's block (colDecoder.slot)
+	scalars int // columns whose values are numbers or temporals (rowBlock)
 	// The text of the image being decoded, and where each value is in it.
 	text  []byte
 	spans []textSpan
@@ -232,7 +231,6 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 		}
 		switch cd.op {
 		case opInt, opFloat, opDouble, opDate, opDatetime2, opTimestamp2, opTime2:
-			cd.slot = d.scalars
 			d.scalars++
 		}
 		d.cols[i] = cd
@@ -326,16 +324,13 @@ func (d *rowDecoder) image(data []byte) (cdcsync.Row, int, bool) {
 	nulls := data[:(len(d.cols)+7)/8]
 	p := len(nulls)
 	row := make(cdcsync.Row, len(d.cols))
-	var block []uint64
-	if d.scalars > 0 {
-		block = make([]uint64, d.scalars)
-	}
+	block := newRowBlock(d.scalars, 0)
 	d.text, d.spans = d.text[:0], d.spans[:0]
 	for i := range d.cols {
 		if nulls[i>>3]&(1<<(i&7)) != 0 {
 			continue
 		}
-		used, ok := d.cols[i].decode(data[p:], d, row, i, block)
+		used, ok := d.cols[i].decode(data[p:], d, row, i, &block)
 		if !ok {
 			return nil, 0, false
 		}
@@ -344,12 +339,13 @@ func (d *rowDecoder) image(data []byte) (cdcsync.Row, int, bool) {
 	if len(d.spans) > 0 {
 		text := make([]byte, len(d.text))
 		copy(text, d.text)
-		strs := make([]string, len(d.spans))
-		for k, sp := range d.spans {
+		block.strs = make([]string, 0, len(d.spans))
+		for _, sp := range d.spans {
+			var s string
 			if sp.n > 0 {
-				strs[k] = unsafe.String(&text[sp.off], sp.n)
+				s = unsafe.String(&text[sp.off], sp.n)
 			}
-			row[sp.col] = boxedAt(efaceString, unsafe.Pointer(&strs[k]))
+			row[sp.col] = block.string(s)
 		}
 	}
 	if cap(d.text) > 1<<20 {
@@ -365,7 +361,7 @@ type textSpan struct{ col, off, n int }
 // decode decodes column i's value at the start of b into row, as
 // decodeBinlogRow decodes what go-mysql makes of the same bytes, and
 // returns how many bytes it took.
-func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, block []uint64) (int, bool) {
+func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, block *rowBlock) (int, bool) {
 	c := cd.col
 	switch cd.op {
 	case opInt:
@@ -384,9 +380,9 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 			return 0, false
 		}
 		if c.Kind == cdcsync.KindInt32 {
-			cd.put(row, i, block, efaceInt32, uint64(uint32(int32(n))))
+			row[i] = block.int32(int32(n))
 		} else {
-			cd.put(row, i, block, efaceInt64, uint64(n))
+			row[i] = block.int64(n)
 		}
 		return cd.width, true
 	case opFloat, opDouble:
@@ -398,9 +394,9 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 			f = math.Float64frombits(binary.LittleEndian.Uint64(b))
 		}
 		if c.Kind == cdcsync.KindFloat32 {
-			cd.put(row, i, block, efaceFloat32, uint64(math.Float32bits(float32(f))))
+			row[i] = block.float32(float32(f))
 		} else {
-			cd.put(row, i, block, efaceFloat64, math.Float64bits(f))
+			row[i] = block.float64(f)
 		}
 		return n, true
 	case opDecimal:
@@ -415,7 +411,7 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 		if y < 1 || y > 9999 || !decValidYMD(y, m, dd) {
 			return 0, false // zero and invalid dates: the policies decide
 		}
-		cd.put(row, i, block, efaceInt32, uint64(uint32(int32(decDaysFromCivil(y, m, dd)))))
+		row[i] = block.int32(int32(decDaysFromCivil(y, m, dd)))
 		return 3, true
 	case opDatetime2:
 		n := 5 + (cd.fsp+1)/2
@@ -432,7 +428,7 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 			return 0, false
 		}
 		days := decDaysFromCivil(y, m, dd)
-		cd.put(row, i, block, efaceInt64, uint64(((days*24+hh)*60+mi)*60*1e6+ss*1e6+fracMicros(b[5:], cd.fsp)))
+		row[i] = block.int64(((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + fracMicros(b[5:], cd.fsp))
 		return n, true
 	case opTimestamp2:
 		n := 4 + (cd.fsp+1)/2
@@ -440,12 +436,12 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 		if sec == 0 {
 			return 0, false // the zero timestamp: the policies decide
 		}
-		cd.put(row, i, block, efaceInt64, uint64(sec*1e6+fracMicros(b[4:], cd.fsp)))
+		row[i] = block.int64(sec*1e6 + fracMicros(b[4:], cd.fsp))
 		return n, true
 	case opTime2:
 		v, n, ok := time2Micros(b, cd.fsp)
 		if ok {
-			cd.put(row, i, block, efaceInt64, uint64(v))
+			row[i] = block.int64(v)
 		}
 		return n, ok
 	case opString:
@@ -509,38 +505,6 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 	}
 	row[i] = v
 	return n, err == nil
-}
-
-// put stores a number or temporal of column i in the row's block, as the
-// bits of its Go type typ, and boxes it in place.
-func (cd *colDecoder) put(row cdcsync.Row, i int, block []uint64, typ unsafe.Pointer, bits uint64) {
-	block[cd.slot] = bits
-	row[i] = boxedAt(typ, unsafe.Pointer(&block[cd.slot]))
-}
-
-// eface is the layout of an interface value (runtime.eface): its dynamic
-// type, and a pointer to the value for types that are not pointers.
-type eface struct{ typ, data unsafe.Pointer }
-
-func dynamicType(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
-
-// The dynamic types of the values boxedAt makes (constants once set).
-var (
-	efaceInt32   = dynamicType(int32(0))
-	efaceInt64   = dynamicType(int64(0))
-	efaceFloat32 = dynamicType(float32(0))
-	efaceFloat64 = dynamicType(float64(0))
-	efaceString  = dynamicType("")
-)
-
-// boxedAt returns the interface value of type typ whose value is at p,
-// without copying it to an allocation of its own, as a conversion to any
-// would. p must hold a value of that type (its bits, little-endian, for
-// the numbers) and must never change afterwards.
-func boxedAt(typ, p unsafe.Pointer) (v any) {
-	e := (*eface)(unsafe.Pointer(&v))
-	e.typ, e.data = typ, p
-	return v
 }
 
 // time2Micros reads a TIME2 with fsp digits as signed microseconds, and

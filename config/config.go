@@ -42,6 +42,7 @@ type Config struct {
 	Admin     Admin       `yaml:"admin"`
 	Deletes   Deletes     `yaml:"deletes"`
 	Cut       Cut         `yaml:"cut"`
+	Parquet   Parquet     `yaml:"parquet"`
 
 	Maintenance Maintenance `yaml:"maintenance"`
 	DDL         DDL         `yaml:"ddl"`
@@ -187,6 +188,53 @@ type TableRule struct {
 	// compaction moves to their partitions (docs/configuration.md). Nil:
 	// DefaultStageAbove; 0: never stage.
 	StageAbove *int `yaml:"stage_above"`
+	// Parquet replaces the top-level parquet settings for this table;
+	// its compression defaults to parquet.compression, its level to the
+	// codec's default. Nil: parquet applies.
+	Parquet *Parquet `yaml:"parquet"`
+}
+
+// Parquet is how the data and delete files cdcsync writes are compressed:
+// the Iceberg table properties write.parquet.compression-codec and
+// write.parquet.compression-level. Tables created before a change switch
+// at the next start, for the files written from then on.
+type Parquet struct {
+	// Compression is the codec: zstd (the default, Iceberg's), snappy,
+	// lz4raw, gzip or uncompressed.
+	Compression string `yaml:"compression"`
+	// Level is the codec's level: zstd 1 to 22, gzip 1 to 9; 0 (the
+	// default) is the codec's own default (zstd 3, gzip 6). The other
+	// codecs have none.
+	Level int `yaml:"level"`
+}
+
+// Parquet codecs, as the table property spells them.
+const (
+	CodecZstd         = "zstd"
+	CodecSnappy       = "snappy"
+	CodecLz4Raw       = "lz4raw"
+	CodecGzip         = "gzip"
+	CodecUncompressed = "uncompressed"
+)
+
+// parquetCodecs are the values of parquet.compression.
+var parquetCodecs = []string{CodecZstd, CodecSnappy, CodecLz4Raw, CodecGzip, CodecUncompressed}
+
+// parquetLevels are the levels each codec accepts besides 0 (its
+// default); a codec missing here has no level.
+var parquetLevels = map[string][2]int{CodecZstd: {1, 22}, CodecGzip: {1, 9}}
+
+// ParquetFor returns the Parquet settings of db.table: its rule's, else
+// the top-level ones.
+func (c *Config) ParquetFor(db, table string) Parquet {
+	if r := c.Rule(db, table); r != nil && r.Parquet != nil {
+		p := *r.Parquet
+		if p.Compression == "" {
+			p.Compression = c.Parquet.Compression
+		}
+		return p
+	}
+	return c.Parquet
 }
 
 // DefaultStageAbove is tables[].stage_above when a rule does not set it.
@@ -557,6 +605,13 @@ func (c *Config) applyDefaults() {
 	if c.Deletes.IndexCache == 0 && !c.explicit("deletes.index_cache") {
 		c.Deletes.IndexCache = DefaultIndexCache
 	}
+	str("parquet.compression", &c.Parquet.Compression, CodecZstd)
+	c.Parquet.Compression = normalizeCodec(c.Parquet.Compression)
+	for i := range c.Tables {
+		if pq := c.Tables[i].Parquet; pq != nil {
+			pq.Compression = normalizeCodec(pq.Compression)
+		}
+	}
 	dur("cut.tag_keep", &c.Cut.TagKeep, DefaultCutTagKeep)
 	str("cut.tag_prefix", &c.Cut.TagPrefix, DefaultCutTagPrefix)
 	dur("lease.ttl", &c.Lease.TTL, DefaultLeaseTTL)
@@ -638,4 +693,17 @@ func hasScheme(location string) bool {
 		return true
 	}
 	return strings.HasPrefix(strings.ToLower(location), "file:")
+}
+
+// normalizeCodec lowercases a codec name and accepts the spellings of
+// Iceberg Java and Parquet for lz4raw and uncompressed.
+func normalizeCodec(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "lz4_raw":
+		return CodecLz4Raw
+	case "none":
+		return CodecUncompressed
+	}
+	return s
 }

@@ -106,6 +106,9 @@ tables:
     ddl_incompatible: recopy
     deletes: position
     stage_above: 128
+    parquet:
+      compression: gzip
+      level: 9
   - match: crm.customers
     partition: [country, "truncate(4, zip)"]
 epoch:
@@ -136,6 +139,9 @@ cut:
   tag_every: 1h
   tag_keep: 720h
   tag_prefix: daily-
+parquet:
+  compression: ZSTD
+  level: 1
 memory_limit: 1GiB
 gc_percent: 80
 maintenance:
@@ -189,7 +195,7 @@ var fullWant = Config{
 		REST: RESTCatalog{URI: "http://127.0.0.1:8181", Warehouse: "wh1", Credential: "client:rest-credential-secret", Token: "rest-token-secret"},
 	},
 	Tables: []TableRule{
-		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy", Deletes: "position", StageAbove: new(128)},
+		{Match: "shop.orders", Namespace: "sales", Name: "orders_v1", Partition: []string{"day(created_at)", "bucket(16, id)"}, DDLIncompatible: "recopy", Deletes: "position", StageAbove: new(128), Parquet: &Parquet{Compression: "gzip", Level: 9}},
 		{Match: "crm.customers", Namespace: "crm", Name: "customers", Partition: []string{"country", "truncate(4, zip)"}},
 	},
 	Epoch:       Epoch{Interval: Duration{2 * time.Second}, MaxRows: 100000, MaxBytes: 64 << 20, CommitConcurrency: 8},
@@ -200,6 +206,7 @@ var fullWant = Config{
 	Admin:       Admin{Listen: "127.0.0.1:9998", Token: "admin-token-secret-value", PProf: true},
 	Deletes:     Deletes{Mode: "equality", IndexDir: "/var/lib/cdcsync/orders", IndexCache: 16 << 20},
 	Cut:         Cut{TagEvery: Duration{time.Hour}, TagKeep: Duration{720 * time.Hour}, TagPrefix: "daily-"},
+	Parquet:     Parquet{Compression: "zstd", Level: 1},
 	MemoryLimit: 1 << 30,
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5, IdleAfter: Duration{2 * time.Minute},
@@ -289,6 +296,7 @@ func TestDefaults(t *testing.T) {
 		Admin:     Admin{Listen: sockets[0], sockets: sockets},
 		Deletes:   Deletes{Mode: DeletesPosition, IndexCache: DefaultIndexCache},
 		Cut:       Cut{TagKeep: Duration{DefaultCutTagKeep}, TagPrefix: DefaultCutTagPrefix},
+		Parquet:   Parquet{Compression: CodecZstd},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5, IdleAfter: Duration{DefaultMaintenanceIdleAfter},
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
 				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxFiles: DefaultCompactMaxFiles, MaxManifests: 50},
@@ -468,6 +476,14 @@ func TestValidationErrors(t *testing.T) {
 			`line 3: deletes.index_dir "~/idx" starts with ~, which cdcsync does not expand: write the full path`,
 			`line 4: deletes.index_cache must be at least 1MiB (got 1KiB)`,
 			`line 7: tables[0].deletes "eq" is not valid: use one of position, dv, equality`}},
+		{"bad parquet codec", "parquet:\n  compression: lz4\ntables:\n  - match: shop.a\n    parquet:\n      compression: zstdd\n", []string{
+			`line 2: parquet.compression "lz4" is not valid: use one of zstd, snappy, lz4raw, gzip, uncompressed`,
+			`line 6: tables[0].parquet.compression "zstdd" is not valid (did you mean zstd?): use one of zstd, snappy, lz4raw, gzip, uncompressed`}},
+		{"bad parquet level", "parquet:\n  compression: snappy\n  level: 3\ntables:\n  - match: shop.a\n    parquet:\n      level: 1\n  - match: shop.b\n    parquet:\n      compression: zstd\n      level: 23\n  - match: shop.c\n    parquet:\n      compression: gzip\n      level: -1\n", []string{
+			`line 3: parquet.level is 3, but snappy has no level: remove parquet.level`,
+			`line 7: tables[0].parquet.level is 1, but snappy has no level: remove tables[0].parquet.level`,
+			`line 11: tables[1].parquet.level 23 is out of range for zstd: use 1 to 22, or 0 for the codec's default`,
+			`line 15: tables[2].parquet.level -1 is out of range for gzip: use 1 to 9, or 0 for the codec's default`}},
 		{"bad cut tags", "cut:\n  tag_every: 10s\n  tag_keep: -1h\n  tag_prefix: a b\n", []string{
 			`line 2: cut.tag_every 10s is too short: each tag is a catalog commit on every table, so use at least 1m0s`,
 			`line 3: cut.tag_keep must not be negative (got -1h0m0s)`,
@@ -598,6 +614,18 @@ func TestTableRules(t *testing.T) {
 	r := c.Rule("shop", "orders")
 	if r == nil || r.Namespace != "shop" || r.Name != "orders" {
 		t.Fatalf("Rule(shop, orders) = %+v", r)
+	}
+	if got := c.ParquetFor("shop", "orders"); got != (Parquet{Compression: CodecZstd}) {
+		t.Errorf("parquet unset: %+v, want zstd at its default level", got)
+	}
+	c2 := parseOK(t, base+"  - match: shop.orders\n    parquet:\n      level: 9\n  - match: shop.items\n    parquet:\n      compression: LZ4_RAW\nparquet:\n  compression: gzip\n  level: 1\n")
+	for _, tc := range []struct {
+		table string
+		want  Parquet
+	}{{"orders", Parquet{Compression: CodecGzip, Level: 9}}, {"items", Parquet{Compression: CodecLz4Raw}}, {"other", Parquet{Compression: CodecGzip, Level: 1}}} {
+		if got := c2.ParquetFor("shop", tc.table); got != tc.want {
+			t.Errorf("ParquetFor(shop.%s) = %+v, want %+v", tc.table, got, tc.want)
+		}
 	}
 	if n := c.StageAboveFor("shop", "orders"); n != DefaultStageAbove {
 		t.Errorf("stage_above unset: %d, want the default %d", n, DefaultStageAbove)

@@ -160,6 +160,7 @@ func (c *Config) Validate() error {
 	p.types()
 
 	p.enum("deletes.mode", c.Deletes.Mode, deletesModes)
+	p.parquet("parquet", c.Parquet)
 	if c.Deletes.IndexCache < 1<<20 {
 		p.add("deletes.index_cache", "deletes.index_cache must be at least 1MiB (got %s), e.g. index_cache: 64MiB", c.Deletes.IndexCache)
 	}
@@ -426,6 +427,13 @@ func (p *problems) tables() {
 		if r.Deletes != "" {
 			p.enum(fmt.Sprintf("tables[%d].deletes", i), r.Deletes, deletesModes)
 		}
+		if r.Parquet != nil {
+			pq := *r.Parquet
+			if pq.Compression == "" {
+				pq.Compression = p.c.Parquet.Compression
+			}
+			p.parquet(fmt.Sprintf("tables[%d].parquet", i), pq)
+		}
 		if r.StageAbove != nil && *r.StageAbove < 0 {
 			p.add(fmt.Sprintf("tables[%d].stage_above", i), "tables[%d].stage_above is %d; it is a number of partition files (default %d), or 0 to never stage rows", i, *r.StageAbove, DefaultStageAbove)
 		}
@@ -433,6 +441,25 @@ func (p *problems) tables() {
 }
 
 var deletesModes = []string{DeletesPosition, DeletesDV, DeletesEquality}
+
+// parquet checks the codec and level of parquet (at is its path).
+func (p *problems) parquet(at string, pq Parquet) {
+	codec, level := at+".compression", at+".level"
+	if !oneOf(pq.Compression, parquetCodecs) {
+		p.enum(codec, pq.Compression, parquetCodecs)
+		return
+	}
+	if pq.Level == 0 {
+		return
+	}
+	r, ok := parquetLevels[pq.Compression]
+	switch {
+	case !ok:
+		p.add(level, "%s is %d, but %s has no level: remove %s", level, pq.Level, pq.Compression, level)
+	case pq.Level < r[0] || pq.Level > r[1]:
+		p.add(level, "%s %d is out of range for %s: use %d to %d, or 0 for the codec's default", level, pq.Level, pq.Compression, r[0], r[1])
+	}
+}
 
 // identifier checks an Iceberg namespace or table name of a rule.
 func (p *problems) identifier(path, v, what string) bool {

@@ -598,9 +598,11 @@ func (c *countingWriter) Close() error {
 }
 
 // parquetProps are the Parquet writer settings of a table: its compression
-// codec and, as iceberg-go (and Iceberg Java) do, the cost-based dictionary
-// fallback on every column, so that a column of distinct values is written
-// plain rather than with a dictionary as large as itself.
+// codec and level (write.parquet.compression-codec and -level, set from
+// the parquet configuration, table.go) and, as iceberg-go (and Iceberg
+// Java) do, the cost-based dictionary fallback on every column, so that a
+// column of distinct values is written plain rather than with a dictionary
+// as large as itself.
 func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties {
 	codec := compress.Codecs.Zstd
 	switch p.Get(table.ParquetCompressionKey, "zstd") {
@@ -610,12 +612,16 @@ func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties 
 		codec = compress.Codecs.Gzip
 	case "uncompressed":
 		codec = compress.Codecs.Uncompressed
-	case "lz4":
+	case "lz4", "lz4raw", "lz4_raw":
 		codec = compress.Codecs.Lz4Raw
 	case "brotli":
 		codec = compress.Codecs.Brotli
 	}
-	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithStats(true)}
+	level := compress.DefaultCompressionLevel
+	if v, err := strconv.Atoi(p[table.ParquetCompressionLevelKey]); err == nil && v != table.ParquetCompressionLevelDefault {
+		level = v
+	}
+	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithCompressionLevel(level), parquet.WithStats(true)}
 	for _, f := range l.schema.Fields() {
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}

@@ -190,14 +190,70 @@ func icebergType(c *cdcsync.Column) (iceberg.Type, error) {
 }
 
 // tableProperties makes tables merge-on-read, format v2, and keeps
-// iceberg-go from replaying a commit on top of another writer's.
+// iceberg-go from replaying a commit on top of another writer's. The
+// Parquet codec comes from the configuration (parquetProperties).
 var tableProperties = iceberg.Properties{
-	"format-version":                  "2",
-	"write.delete.mode":               "merge-on-read",
-	"write.update.mode":               "merge-on-read",
-	"write.merge.mode":                "merge-on-read",
-	"write.parquet.compression-codec": "zstd",
-	table.CommitNumRetriesKey:         "0",
+	"format-version":          "2",
+	"write.delete.mode":       "merge-on-read",
+	"write.update.mode":       "merge-on-read",
+	"write.merge.mode":        "merge-on-read",
+	table.CommitNumRetriesKey: "0",
+}
+
+// parquetProperties are the table properties of a parquet configuration:
+// the codec and, unless it is the codec's default (0), its level. Both
+// cdcsync's writer (files.go) and iceberg-go's (compaction, rewrites) read
+// them.
+func parquetProperties(pq config.Parquet) iceberg.Properties {
+	props := iceberg.Properties{table.ParquetCompressionKey: pq.Compression}
+	if pq.Level != 0 {
+		props[table.ParquetCompressionLevelKey] = strconv.Itoa(pq.Level)
+	}
+	return props
+}
+
+// switchParquet sets the table's Parquet codec and level to the
+// configured ones when they differ (a metadata-only commit, as
+// switchDeletes does) and returns the table as reloaded. The files
+// written from then on use them; older files keep theirs, and readers
+// read each file with its own codec.
+func (l *Lake) switchParquet(ctx context.Context, ident table.Identifier, tbl *table.Table, id cdcsync.TableID) (*table.Table, error) {
+	pq := l.cfg.ParquetFor(id.Database, id.Table)
+	if pq.Compression == "" {
+		return tbl, nil // a Config built in code without defaults
+	}
+	have := tbl.Properties()
+	want := parquetProperties(pq)
+	set := iceberg.Properties{}
+	for k, v := range want {
+		if have[k] != v {
+			set[k] = v
+		}
+	}
+	_, hasLevel := have[table.ParquetCompressionLevelKey]
+	dropLevel := hasLevel && pq.Level == 0
+	if len(set) == 0 && !dropLevel {
+		return tbl, nil
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
+	var updates []table.Update
+	if len(set) > 0 {
+		updates = append(updates, table.NewSetPropertiesUpdate(set))
+	}
+	if dropLevel {
+		updates = append(updates, table.NewRemovePropertiesUpdate([]string{table.ParquetCompressionLevelKey}))
+	}
+	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
+		return nil, fmt.Errorf("set the Parquet codec of %s to %s (level %d), as the parquet configuration asks: %w", id, pq.Compression, pq.Level, err)
+	}
+	fresh, err := l.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	}
+	l.log.Info("switched the table's Parquet codec, as the configuration asks; the files written from now on use it, older files keep theirs",
+		"table", id.String(), "from", have.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault),
+		"from_level", have.Get(table.ParquetCompressionLevelKey, "default"), "to", pq.Compression, "to_level", pq.Level)
+	return fresh, nil
 }
 
 // EnsureTable loads the Iceberg table for ts, creating its namespace and the
@@ -258,6 +314,9 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
 	}
 	if tbl, err = l.switchDeletes(ctx, ident, tbl, ts.ID); err != nil {
+		return nil, err
+	}
+	if tbl, err = l.switchParquet(ctx, ident, tbl, ts.ID); err != nil {
 		return nil, err
 	}
 	if tbl, err = l.ensureUnpartitionedSpec(ctx, ident, tbl); err != nil {
@@ -338,6 +397,13 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.cfg.Pipeline, PropDeletes: mode}
 	for k, v := range tableProperties {
 		props[k] = v
+	}
+	if pq := l.cfg.ParquetFor(ts.ID.Database, ts.ID.Table); pq.Compression != "" {
+		for k, v := range parquetProperties(pq) {
+			props[k] = v
+		}
+	} else {
+		props[table.ParquetCompressionKey] = table.ParquetCompressionDefault
 	}
 	if mode == DeletesDV {
 		props["format-version"] = strconv.Itoa(dvFormatVersion)

@@ -279,21 +279,10 @@ func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *Val
 		}
 	}
 	arena := decArena{buf: make([]byte, 0, size)}
-	nums, strs := 0, 0
-	for i := range s.Columns {
-		switch s.Columns[i].Kind {
-		case cdcsync.KindString, cdcsync.KindDecimal:
-			strs++
-		case cdcsync.KindInt32, cdcsync.KindInt64, cdcsync.KindFloat32, cdcsync.KindFloat64,
-			cdcsync.KindDate, cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
-			nums++
-		}
-	}
-	block := newRowBlock(nums, strs)
 	row := make(cdcsync.Row, len(values))
 	for i := range values {
 		c := &s.Columns[i]
-		if v, ok := decSnapshotFast(c, &values[i], &arena, &block); ok {
+		if v, ok := decSnapshotFast(c, &values[i], &arena); ok {
 			row[i] = v
 			continue
 		}
@@ -337,41 +326,8 @@ func snapshotKey(s *cdcsync.TableSchema, values []mysql.FieldValue) string {
 // keeps goes to the arena; text it only parses (dates, times) is read in
 // place. It returns false for everything it leaves to DecodeSnapshot, which
 // also reports every error (with its own copy of the text).
-func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena, b *rowBlock) (any, bool) {
-	switch v.Type {
-	case mysql.FieldValueTypeSigned, mysql.FieldValueTypeUnsigned:
-		if (c.Kind != cdcsync.KindInt32 && c.Kind != cdcsync.KindInt64) || decIsBit(c) {
-			return nil, false
-		}
-		var u uint64
-		var neg bool
-		if v.Type == mysql.FieldValueTypeSigned {
-			n := v.AsInt64()
-			u, neg = uint64(n), n < 0
-			if neg {
-				u = uint64(-(n + 1)) + 1 // |n| without overflow at MinInt64
-			}
-		} else {
-			u = v.AsUint64()
-		}
-		n, err := decIntRange(c, u, neg)
-		if err != nil {
-			return nil, false
-		}
-		if c.Kind == cdcsync.KindInt32 {
-			return b.int32(int32(n)), true
-		}
-		return b.int64(n), true
-	case mysql.FieldValueTypeFloat:
-		switch c.Kind {
-		case cdcsync.KindFloat32:
-			return b.float32(float32(v.AsFloat64())), true
-		case cdcsync.KindFloat64:
-			return b.float64(v.AsFloat64()), true
-		}
-		return nil, false
-	case mysql.FieldValueTypeString:
-	default:
+func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena) (any, bool) {
+	if v.Type != mysql.FieldValueTypeString {
 		return nil, false
 	}
 	t := unsafeString(v.AsString()) // valid only during this call
@@ -380,7 +336,7 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena, b *row
 		if class := decStrClassOf(c.DataType); class == decStrDecimal || class == decStrJSON || (class <= decStrChar && decHasCharset(c)) {
 			return nil, false
 		}
-		return b.string(a.str(t)), true
+		return a.str(t), true
 	case cdcsync.KindDecimal:
 		if !decCanonicalDecimal(t, c.Scale) {
 			return nil, false
@@ -391,14 +347,14 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena, b *row
 				return nil, false
 			}
 		}
-		return b.string(a.str(t)), true
+		return a.str(t), true
 	case cdcsync.KindDate:
-		if days, err := decDateDays(c, t); err == nil {
-			return b.int32(days), true
+		if out, err := decDateText(c, t); err == nil {
+			return out, true
 		}
 	case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
-		if us, err := decDatetimeMicros(c, t); err == nil {
-			return b.int64(us), true
+		if out, err := decDatetimeText(c, t); err == nil {
+			return out, true
 		}
 	}
 	return nil, false
@@ -1468,24 +1424,15 @@ func decInvalidDate(c *cdcsync.Column, s string, m, d int64) error {
 }
 
 func decDateText(c *cdcsync.Column, s string) (any, error) {
-	days, err := decDateDays(c, s)
-	if err != nil {
-		return nil, err
-	}
-	return days, nil
-}
-
-// decDateDays is decDateText's value before it is boxed.
-func decDateDays(c *cdcsync.Column, s string) (int32, error) {
 	y, m, d, rest, ok := decParseDate(strings.TrimSpace(s))
 	if !ok || rest != "" {
-		return 0, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
 	}
 	if m == 0 || d == 0 {
-		return 0, decZeroDate(c, ReasonZeroDate, s)
+		return nil, decZeroDate(c, ReasonZeroDate, s)
 	}
 	if !decValidYMD(y, m, d) {
-		return 0, decInvalidDate(c, s, m, d)
+		return nil, decInvalidDate(c, s, m, d)
 	}
 	return int32(decDaysFromCivil(y, m, d)), nil
 }
@@ -1493,43 +1440,34 @@ func decDateDays(c *cdcsync.Column, s string) (int32, error) {
 // decDatetimeText parses "YYYY-MM-DD HH:MM:SS[.f{1,6}]" (or a bare date) to
 // microseconds since 1970-01-01 00:00:00, the text taken as UTC.
 func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
-	us, err := decDatetimeMicros(c, s)
-	if err != nil {
-		return nil, err
-	}
-	return us, nil
-}
-
-// decDatetimeMicros is decDatetimeText's value before it is boxed.
-func decDatetimeMicros(c *cdcsync.Column, s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	y, m, d, rest, ok := decParseDate(t)
 	if !ok {
-		return 0, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
 	}
 	if m == 0 || d == 0 {
-		return 0, decZeroDate(c, ReasonZeroDate, s)
+		return nil, decZeroDate(c, ReasonZeroDate, s)
 	}
 	var hh, mi, ss, us int64
 	if rest != "" {
 		if len(rest) < 9 || (rest[0] != ' ' && rest[0] != 'T') || rest[3] != ':' || rest[6] != ':' {
-			return 0, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+			return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
 		}
 		var ok1, ok2, ok3 bool
 		hh, ok1 = decDigits(rest[1:3])
 		mi, ok2 = decDigits(rest[4:6])
 		ss, ok3 = decDigits(rest[7:9])
 		if !ok1 || !ok2 || !ok3 || hh > 23 || mi > 59 || ss > 59 {
-			return 0, decErr(c, ReasonBadValue, decShow(s), "not a valid time of day")
+			return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid time of day")
 		}
 		if f := rest[9:]; f != "" {
 			if f[0] != '.' || len(f) < 2 || len(f) > 7 {
-				return 0, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
 			}
 			digits := f[1:]
 			n, ok := decDigits(digits)
 			if !ok {
-				return 0, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
 			}
 			for i := len(digits); i < 6; i++ {
 				n *= 10
@@ -1538,7 +1476,7 @@ func decDatetimeMicros(c *cdcsync.Column, s string) (int64, error) {
 		}
 	}
 	if !decValidYMD(y, m, d) {
-		return 0, decInvalidDate(c, s, m, d)
+		return nil, decInvalidDate(c, s, m, d)
 	}
 	days := decDaysFromCivil(y, m, d)
 	return ((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + us, nil

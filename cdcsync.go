@@ -216,6 +216,9 @@ type Txn struct {
 	// transactions (a binlog rotation, a heartbeat while idle): the binlog
 	// has been read up to Pos. Only Pos is set.
 	Progress bool
+	// Idle, on a progress marker, says that the server had nothing newer
+	// to send (a heartbeat): the stream has caught up with it.
+	Idle bool
 }
 
 // CopyState is the progress of a table's initial copy, which runs in

@@ -468,8 +468,10 @@ func (r *reader) end(h *replication.EventHeader) (*cdcsync.Txn, error) {
 
 // progress returns a progress marker (cdcsync.Txn.Progress) for the
 // position between transactions, or nil inside one or when the position
-// did not move.
-func (r *reader) progress() *cdcsync.Txn {
+// did not move. idle says that the server has nothing newer (a
+// heartbeat): such a marker is sent even at the same position, since the
+// pipeline seals the tail of a catch-up on it.
+func (r *reader) progress(idle bool) *cdcsync.Txn {
 	if r.txn != nil || r.inTxn {
 		return nil
 	}
@@ -477,11 +479,11 @@ func (r *reader) progress() *cdcsync.Txn {
 	if !r.cfg.Start.UsesGTID() {
 		pos.GTIDSet = ""
 	}
-	if pos == r.marked {
+	if pos == r.marked && !idle {
 		return nil
 	}
 	r.marked = pos
-	return &cdcsync.Txn{Progress: true, Pos: pos, Resume: r.resume()}
+	return &cdcsync.Txn{Progress: true, Idle: idle, Pos: pos, Resume: r.resume()}
 }
 
 // ErrGTIDOrder means MariaDB wrote a GTID whose sequence number is not
@@ -524,13 +526,13 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 	case *replication.RotateEvent:
 		r.file = string(e.NextLogName)
 		r.pos = uint32(e.Position)
-		return r.progress(), nil
+		return r.progress(false), nil
 	case *replication.HeartbeatEvent:
 		// Sent while the server has nothing new: its position is the end
 		// of the binlog.
 		if e.Filename != "" && h.LogPos > 0 {
 			r.file, r.pos = e.Filename, h.LogPos
-			return r.progress(), nil
+			return r.progress(true), nil
 		}
 	case *replication.FormatDescriptionEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent,
 		*replication.PreviousGTIDsEvent:
@@ -538,7 +540,7 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 		// last transaction.
 		if h.LogPos > 0 && r.txn == nil && !r.inTxn {
 			r.pos = h.LogPos
-			return r.progress(), nil
+			return r.progress(false), nil
 		}
 	case *replication.MariadbGTIDEvent:
 		gtid := fmt.Sprintf("%d-%d-%d", e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber)

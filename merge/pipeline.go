@@ -372,6 +372,12 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// transaction, or while the epoch before still commits (due): the
 	// epoch is sealed once the transaction, or that commit, ends.
 	sealDue := false
+	// behind is set when an epoch sealed full (the stream was behind the
+	// server) and cleared when one runs its interval. While it is set, the
+	// stream catching up with the server (an idle progress marker) seals
+	// the open epoch: the tail of a catch-up commits at once instead of
+	// waiting out the interval (up to epoch.interval sooner).
+	behind := false
 	var finish func(cause error) error
 	// seal hands the open epoch to a background commit, after the one
 	// before it has finished.
@@ -524,6 +530,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				p.maintainIdle(commitCtx)
 			}
 		case <-tick:
+			behind = false
 			if p.midTxn {
 				sealDue = true
 				continue
@@ -560,6 +567,12 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				}
 				if err := mergeRepairs(); err != nil {
 					return err
+				}
+				if t.Idle && behind && buf != nil && !p.midTxn && len(p.copies) == 0 {
+					behind = false
+					if err := due(); err != nil {
+						return err
+					}
 				}
 				continue
 			}
@@ -622,9 +635,12 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 				if err := mergeCopies(); err != nil {
 					return err
 				}
-			} else if buf != nil && (full() || sealDue) {
-				if err := due(); err != nil {
-					return err
+			} else if buf != nil {
+				if f := full(); f || sealDue {
+					behind = behind || f
+					if err := due(); err != nil {
+						return err
+					}
 				}
 			}
 			if err := mergeRepairs(); err != nil {

@@ -137,6 +137,60 @@ func TestPipelineSealsByInterval(t *testing.T) {
 	}
 }
 
+// TestPipelineSealsCatchUpTailWhenIdle: after an epoch sealed full (the
+// stream was behind), the stream catching up with the server (an idle
+// progress marker, sent on a heartbeat) seals the open epoch at once
+// instead of after epoch.interval; when the stream keeps up (no epoch
+// sealed full), an idle marker seals nothing.
+func TestPipelineSealsCatchUpTailWhenIdle(t *testing.T) {
+	checkpoints := func(s *memSink) int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.checkpoints)
+	}
+	idle := func(seq int) *cdcsync.Txn { return &cdcsync.Txn{Progress: true, Idle: true, Pos: mariaPos(seq)} }
+	for _, behind := range []bool{true, false} {
+		t.Run(fmt.Sprintf("behind=%v", behind), func(t *testing.T) {
+			sink := &memSink{}
+			p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+				Options{Order: order, Interval: time.Hour, MaxRows: 3, MaxBytes: 1 << 30}, quiet(), nil)
+			ch := make(chan *cdcsync.Txn)
+			done := make(chan error)
+			go func() { done <- p.Run(context.Background(), ch) }()
+			seq := 1
+			if behind {
+				// Three rows fill an epoch: it seals full.
+				ch <- txnAt(seq, ins(u(1, "eu", "a")), ins(u(2, "eu", "b")), ins(u(5, "eu", "e")))
+				seq++
+				waitFor(t, "the full epoch to commit", func() bool { return checkpoints(sink) == 1 })
+			}
+			ch <- txnAt(seq, ins(u(3, "eu", "c"))) // the tail: not full
+			before := checkpoints(sink)
+			ch <- idle(seq)
+			if behind {
+				waitFor(t, "the tail to seal on the idle marker", func() bool { return checkpoints(sink) == before+1 })
+			} else {
+				time.Sleep(200 * time.Millisecond)
+				if n := checkpoints(sink); n != before {
+					t.Fatalf("%d checkpoints after an idle marker while keeping up, want %d: the epoch must wait for its interval", n, before)
+				}
+			}
+			// Once caught up, the next idle marker seals nothing more.
+			ch <- txnAt(seq+1, ins(u(4, "eu", "d")))
+			after := checkpoints(sink)
+			ch <- idle(seq + 1)
+			time.Sleep(200 * time.Millisecond)
+			if n := checkpoints(sink); n != after {
+				t.Fatalf("%d checkpoints after a second idle marker, want %d", n, after)
+			}
+			close(ch)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestPipelineRetriesTransientFailures(t *testing.T) {
 	sink := &memSink{fail: func(_ cdcsync.TableID, _ int64, attempt int) error {
 		if attempt < 3 {

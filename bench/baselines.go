@@ -64,31 +64,25 @@ var decodePlain = decodeVariant{Name: "P", Desc: "plain: library defaults, Parse
 // options changed toward P at a time, and the two that change the values
 // together, to find where A's extra CPU per change goes.
 var decodeSteps = []decodeVariant{
-	{Name: "A-dec", Desc: "A with UseDecimal off (DECIMAL as a string, not decimal.Decimal)", cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
+	decodeAWith("A-dec", "A with UseDecimal off (DECIMAL as a string, not decimal.Decimal)",
+		func(c *replication.BinlogSyncerConfig) { c.UseDecimal = false }),
+	decodeAWith("A+time", "A with ParseTime on (temporals as time.Time, not text)",
+		func(c *replication.BinlogSyncerConfig) { c.ParseTime = true }),
+	decodeAWith("A-json", "A with RenderJSONAsMySQLText off",
+		func(c *replication.BinlogSyncerConfig) { c.RenderJSONAsMySQLText = false }),
+	decodeAWith("A+cache", "A with the library's default event cache (10,240 events, not 256)",
+		func(c *replication.BinlogSyncerConfig) { c.EventCacheCount = 0 }),
+	decodeAWith("A-dec+time", "A with UseDecimal off and ParseTime on",
+		func(c *replication.BinlogSyncerConfig) { c.UseDecimal, c.ParseTime = false, true }),
+}
+
+// decodeAWith is baseline A with change applied to its configuration.
+func decodeAWith(name, desc string, change func(*replication.BinlogSyncerConfig)) decodeVariant {
+	return decodeVariant{Name: name, Desc: desc, cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
 		c = capture.DecodingSyncerConfig(c)
-		c.UseDecimal = false
+		change(&c)
 		return c
-	}},
-	{Name: "A+time", Desc: "A with ParseTime on (temporals as time.Time, not text)", cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
-		c = capture.DecodingSyncerConfig(c)
-		c.ParseTime = true
-		return c
-	}},
-	{Name: "A-json", Desc: "A with RenderJSONAsMySQLText off", cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
-		c = capture.DecodingSyncerConfig(c)
-		c.RenderJSONAsMySQLText = false
-		return c
-	}},
-	{Name: "A+cache", Desc: "A with the library's default event cache (10,240 events, not 256)", cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
-		c = capture.DecodingSyncerConfig(c)
-		c.EventCacheCount = 0
-		return c
-	}},
-	{Name: "A-dec+time", Desc: "A with UseDecimal off and ParseTime on", cfg: func(c replication.BinlogSyncerConfig) replication.BinlogSyncerConfig {
-		c = capture.DecodingSyncerConfig(c)
-		c.UseDecimal, c.ParseTime = false, true
-		return c
-	}},
+	}}
 }
 
 // rawDecode reads the binlog from start (file/offset) with go-mysql's

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,21 +48,7 @@ var benchCodecs = []struct {
 // configuration sets parquet to codec and level.
 func codecLake(tb testing.TB, dir, codec string, level int) *Lake {
 	tb.Helper()
-	yaml := fmt.Sprintf(`pipeline: bench
-source:
-  user: u
-  server_id: 77
-  include: ["bench.*"]
-warehouse:
-  location: %s
-catalog:
-  sql:
-    dsn: %s
-parquet:
-  compression: %s
-  level: %d
-`, filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"), codec, level)
-	return openLake(tb, loadConfig(tb, filepath.Join(dir, "cdcsync.yaml"), yaml))
+	return benchLakeIn(tb, dir, fmt.Sprintf("parquet:\n  compression: %s\n  level: %d\n", codec, level))
 }
 
 // readParquetFile reads every row of a local Parquet file with pqarrow and

@@ -235,7 +235,6 @@ func (l *Lake) switchParquet(ctx context.Context, ident table.Identifier, tbl *t
 	if len(set) == 0 && !dropLevel {
 		return tbl, nil
 	}
-	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
 	var updates []table.Update
 	if len(set) > 0 {
 		updates = append(updates, table.NewSetPropertiesUpdate(set))
@@ -243,12 +242,9 @@ func (l *Lake) switchParquet(ctx context.Context, ident table.Identifier, tbl *t
 	if dropLevel {
 		updates = append(updates, table.NewRemovePropertiesUpdate([]string{table.ParquetCompressionLevelKey}))
 	}
-	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
-		return nil, fmt.Errorf("set the Parquet codec of %s to %s (level %d), as the parquet configuration asks: %w", id, pq.Compression, pq.Level, err)
-	}
-	fresh, err := l.cat.LoadTable(ctx, ident)
+	fresh, err := l.commitMetadata(ctx, ident, tbl, updates)
 	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+		return nil, fmt.Errorf("set the Parquet codec of %s to %s (level %d), as the parquet configuration asks: %w", id, pq.Compression, pq.Level, err)
 	}
 	l.log.Info("switched the table's Parquet codec, as the configuration asks; the files written from now on use it, older files keep theirs",
 		"table", id.String(), "from", have.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault),
@@ -559,6 +555,20 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	return t, nil
 }
 
+// commitMetadata commits metadata-only updates to tbl, asserting that it
+// is still the same table, and returns the table as reloaded.
+func (l *Lake) commitMetadata(ctx context.Context, ident table.Identifier, tbl *table.Table, updates []table.Update) (*table.Table, error) {
+	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
+	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
+		return nil, err
+	}
+	fresh, err := l.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	}
+	return fresh, nil
+}
+
 // switchDeletes sets the table's deletes mode to what its tables[] rule
 // asks, when the rule sets one that differs, and returns the table as
 // reloaded.
@@ -575,7 +585,6 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 			"table", id.String(), "rule", r.Deletes)
 		return tbl, nil
 	}
-	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}
 	updates := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{PropDeletes: r.Deletes})}
 	if r.Deletes == DeletesDV {
 		// A data file with a deletion vector has its position delete files
@@ -591,12 +600,9 @@ func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *t
 			updates = append(updates, table.NewUpgradeFormatVersionUpdate(dvFormatVersion))
 		}
 	}
-	if _, _, err := l.cat.CommitTable(ctx, ident, reqs, updates); err != nil {
-		return nil, fmt.Errorf("switch %s to %s deletes (its tables[] rule sets deletes: %s): %w", id, r.Deletes, r.Deletes, err)
-	}
-	fresh, err := l.cat.LoadTable(ctx, ident)
+	fresh, err := l.commitMetadata(ctx, ident, tbl, updates)
 	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+		return nil, fmt.Errorf("switch %s to %s deletes (its tables[] rule sets deletes: %s): %w", id, r.Deletes, r.Deletes, err)
 	}
 	l.log.Info("switched the table's deletes mode, as its tables[] rule asks; its older deletes stay until compaction clears them",
 		"table", id.String(), "from", from, "to", r.Deletes, "format_version", fresh.Metadata().Version())

@@ -130,7 +130,13 @@ func benchTable(b *testing.B) (*Lake, *Table) {
 // benchLake opens a fresh local warehouse with a SQLite catalog.
 func benchLake(b *testing.B) *Lake {
 	b.Helper()
-	dir := b.TempDir()
+	return benchLakeIn(b, b.TempDir(), "")
+}
+
+// benchLakeIn opens a fresh local warehouse with a SQLite catalog in dir,
+// with extra appended to its configuration.
+func benchLakeIn(tb testing.TB, dir, extra string) *Lake {
+	tb.Helper()
 	yaml := fmt.Sprintf(`pipeline: bench
 source:
   user: u
@@ -141,8 +147,8 @@ warehouse:
 catalog:
   sql:
     dsn: %s
-`, filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db"))
-	return openLake(b, loadConfig(b, filepath.Join(dir, "cdcsync.yaml"), yaml))
+`, filepath.Join(dir, "warehouse"), filepath.Join(dir, "catalog.db")) + extra
+	return openLake(tb, loadConfig(tb, filepath.Join(dir, "cdcsync.yaml"), yaml))
 }
 
 // perRow reports ns/row, cpu-ns/row, B/row and, when size > 0, file-B/row.

@@ -373,7 +373,7 @@ func openLake(cfgPath string) (*lakeWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	lk, err := lake.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	lk, err := lake.Open(context.Background(), lake.OptionsFrom(cfg), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,9 @@ func (c *Config) Rule(db, table string) *TableRule {
 	return nil
 }
 
+// Selects reports whether the table db.table is replicated (Source.Selects).
+func (c *Config) Selects(db, table string) bool { return c.Source.Selects(db, table) }
+
 // Selects reports whether the table db.table is replicated: it matches some
 // include pattern and neither a "!"-prefixed include pattern nor an exclude
 // pattern. The system schemas (mysql, information_schema,

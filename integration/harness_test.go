@@ -387,7 +387,7 @@ func (p *proc) exited() bool {
 // openLake opens the test's catalog and warehouse like cdcsync does.
 func (e *env) openLake() *lake.Lake {
 	e.t.Helper()
-	lk, err := lake.Open(context.Background(), e.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lk, err := lake.Open(context.Background(), lake.OptionsFrom(e.cfg), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func (e *env) waitCaughtUp(p *proc, timeout time.Duration) {
 	target := gtidPos(e.t, e.server)
 	// Its own catalog connection, closed on return: a test may replace
 	// the catalog's files afterwards (TestCatalogRestoredFromBackup).
-	lk, err := lake.Open(context.Background(), e.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lk, err := lake.Open(context.Background(), lake.OptionsFrom(e.cfg), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		e.t.Fatal(err)
 	}

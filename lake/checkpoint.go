@@ -39,7 +39,7 @@ func (l *Lake) SaveCheckpoint(ctx context.Context, c cdcsync.Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	c.Pipeline = l.cfg.Pipeline
+	c.Pipeline = l.opts.Pipeline
 	c.Token = l.token
 	c.SortTables()
 	b, err := json.MarshalIndent(checkpointFile{Checkpoint: c, Sum: checkpointSum(c)}, "", "  ")
@@ -78,8 +78,8 @@ func (l *Lake) LoadCheckpoint(ctx context.Context) (c cdcsync.Checkpoint, ok boo
 			l.log.Warn("ignoring a damaged checkpoint; the other one is used", "path", p)
 			continue
 		}
-		if cf.Pipeline != l.cfg.Pipeline {
-			return cdcsync.Checkpoint{}, false, fmt.Errorf("checkpoint %s belongs to pipeline %q, not %q", p, cf.Pipeline, l.cfg.Pipeline)
+		if cf.Pipeline != l.opts.Pipeline {
+			return cdcsync.Checkpoint{}, false, fmt.Errorf("checkpoint %s belongs to pipeline %q, not %q", p, cf.Pipeline, l.opts.Pipeline)
 		}
 		if !ok || cf.Epoch > c.Epoch {
 			c, ok = cf.Checkpoint, true

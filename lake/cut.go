@@ -68,7 +68,7 @@ func (l *Lake) Cut(ctx context.Context, epoch int64) (Cut, error) {
 		return Cut{}, err
 	}
 	if !ok {
-		return Cut{}, fmt.Errorf("%w: pipeline %s has no checkpoint yet (the first one is written when the daemon starts streaming)", ErrNoCut, l.cfg.Pipeline)
+		return Cut{}, fmt.Errorf("%w: pipeline %s has no checkpoint yet (the first one is written when the daemon starts streaming)", ErrNoCut, l.opts.Pipeline)
 	}
 	cut := Cut{Epoch: epoch}
 	switch {
@@ -134,7 +134,7 @@ func (l *Lake) cutOf(tbl *table.Table, epoch int64) (ct CutTable, why string, er
 	copying := false
 	for i := len(chain) - 1; i >= 0; i-- { // oldest first
 		s := chain[i]
-		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == l.cfg.Pipeline {
+		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == l.opts.Pipeline {
 			e, _ := strconv.ParseInt(s.Summary.Properties[SummaryEpoch], 10, 64)
 			if e > epoch {
 				break
@@ -166,7 +166,7 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		return 0, fmt.Errorf("%w: pipeline %s has no checkpoint yet", ErrNoCut, l.cfg.Pipeline)
+		return 0, fmt.Errorf("%w: pipeline %s has no checkpoint yet", ErrNoCut, l.opts.Pipeline)
 	}
 	idents, err := l.ListTables(ctx)
 	if err != nil {
@@ -184,7 +184,7 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 		}
 		meta := tbl.Metadata()
 		for s := meta.CurrentSnapshot(); s != nil; {
-			if p := s.Summary; p != nil && p.Properties[SummaryPipeline] == l.cfg.Pipeline {
+			if p := s.Summary; p != nil && p.Properties[SummaryPipeline] == l.opts.Pipeline {
 				ms, err1 := strconv.ParseInt(p.Properties[SummarySourceTime], 10, 64)
 				e, err2 := strconv.ParseInt(p.Properties[SummaryEpoch], 10, 64)
 				if err1 == nil && err2 == nil {
@@ -205,7 +205,7 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 	}
 	if best == 0 {
 		if oldest.IsZero() {
-			return 0, fmt.Errorf("%w: no commit of pipeline %s records its MySQL time (epochs committed by older cdcsync versions do not); use --epoch", ErrNoCut, l.cfg.Pipeline)
+			return 0, fmt.Errorf("%w: no commit of pipeline %s records its MySQL time (epochs committed by older cdcsync versions do not); use --epoch", ErrNoCut, l.opts.Pipeline)
 		}
 		return 0, fmt.Errorf("%w: no epoch kept in the tables' snapshots committed its transactions at or before %s (the oldest kept is of %s)",
 			ErrNoCut, t.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/config"
 )
 
 // Table properties in which cdcsync keeps, with each Iceberg table, what it
@@ -257,7 +256,7 @@ func (l *Lake) ApplyChange(ctx context.Context, t *Table, e Epoch, ch *cdcsync.S
 	case cdcsync.ChangeTruncate:
 		return false, t.truncate(ctx, e)
 	case cdcsync.ChangeStop, cdcsync.ChangeDrop:
-		if ch.Kind == cdcsync.ChangeDrop && !ch.Keep && l.cfg.DDL.DropTable == "drop" {
+		if ch.Kind == cdcsync.ChangeDrop && !ch.Keep && l.opts.DropTable == "drop" {
 			if err := l.cat.DropTable(ctx, t.Ident); err != nil && !errors.Is(err, catalog.ErrNoSuchTable) {
 				return false, fmt.Errorf("drop the Iceberg table %s of %s: %w", strings.Join(t.Ident, "."), t.ID, err)
 			}
@@ -857,9 +856,6 @@ func (t *Table) MarkRecopy(ctx context.Context, reason string) error {
 // Logger is the lake's logger.
 func (l *Lake) Logger() *slog.Logger { return l.log }
 
-// Config is the configuration the lake was opened with.
-func (l *Lake) Config() *config.Config { return l.cfg }
-
 // TableExists reports whether the MySQL table id has an Iceberg table.
 func (l *Lake) TableExists(ctx context.Context, id cdcsync.TableID) (bool, error) {
 	ctx = l.Scope(ctx)
@@ -916,7 +912,7 @@ func (l *Lake) Departed(ctx context.Context, present map[cdcsync.TableID]bool) (
 			continue
 		}
 		id := cdcsync.TableID{Database: db, Table: name}
-		if present[id] || !l.cfg.Source.Selects(db, name) || !slices.Equal(l.Identifier(db, name), ident) {
+		if present[id] || !l.opts.Tables.Selects(db, name) || !slices.Equal(l.Identifier(db, name), ident) {
 			continue
 		}
 		if _, stopped := props[PropStopped]; stopped {
@@ -929,7 +925,7 @@ func (l *Lake) Departed(ctx context.Context, present map[cdcsync.TableID]bool) (
 		if err != nil || !ok {
 			continue
 		}
-		if c, err := committedIn(tbl, l.cfg.Pipeline); err != nil || !c.Found {
+		if c, err := committedIn(tbl, l.opts.Pipeline); err != nil || !c.Found {
 			continue
 		}
 		ts.ID = id

@@ -56,7 +56,7 @@ const (
 // Lake is an open catalog plus the warehouse it writes to.
 type Lake struct {
 	cat       catalog.Catalog
-	cfg       *config.Config
+	opts      Options
 	warehouse string // URL of the warehouse root
 	ioProps   iceberg.Properties
 	aws       *aws.Config // the S3 client's settings (timeouts, a private CA); nil for a local warehouse
@@ -101,14 +101,18 @@ func (l *Lake) leaseValid() error {
 	return l.valid()
 }
 
-// Open connects to the configured catalog. It creates the SQL catalog's
-// tables when they do not exist yet.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, error) {
-	wh, err := cfg.Warehouse.URL()
+// Open connects to the catalog of opts (OptionsFrom takes them from the
+// configuration). It creates the SQL catalog's tables when they do not
+// exist yet.
+func Open(ctx context.Context, opts Options, log *slog.Logger) (*Lake, error) {
+	if opts.Tables == nil {
+		return nil, errors.New("lake.Open: Options.Tables is nil (use OptionsFrom)")
+	}
+	wh, err := opts.Warehouse.URL()
 	if err != nil {
 		return nil, err
 	}
-	ioProps := s3Props(&cfg.Warehouse.S3)
+	ioProps := s3Props(&opts.Warehouse.S3)
 	if strings.HasPrefix(wh, "file://") {
 		if err := os.MkdirAll(strings.TrimPrefix(wh, "file://"), 0o755); err != nil {
 			return nil, fmt.Errorf("create warehouse directory: %w", err)
@@ -117,7 +121,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 	rch := &reach{log: log}
 	var awsCfg *aws.Config
 	if !strings.HasPrefix(wh, "file://") {
-		if awsCfg, err = s3Config(ctx, &cfg.Warehouse.S3, cfg.Warehouse.RequestTimeout.Duration); err != nil {
+		if awsCfg, err = s3Config(ctx, &opts.Warehouse.S3, opts.Warehouse.RequestTimeout.Duration); err != nil {
 			return nil, err
 		}
 		awsCfg.HTTPClient = observedClient{inner: awsCfg.HTTPClient, reach: rch}
@@ -129,17 +133,17 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lake, err
 	}
 	var cat catalog.Catalog
 	release := func() {}
-	switch cfg.Catalog.Type {
+	switch opts.Catalog.Type {
 	case "rest":
-		cat, err = openREST(ctx, cfg, props, rch)
+		cat, err = openREST(ctx, &opts, props, rch)
 	default:
-		cat, release, err = openSQL(ctx, cfg, props, rch)
+		cat, release, err = openSQL(ctx, &opts, props, rch)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Lake{cat: cat, release: release, reach: rch, cfg: cfg, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
-		files: make(chan struct{}, max(1, cfg.Warehouse.MaxOpenFiles)), cutTags: newCutTags(&cfg.Cut)}, nil
+	return &Lake{cat: cat, release: release, reach: rch, opts: opts, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
+		files: make(chan struct{}, max(1, opts.Warehouse.MaxOpenFiles)), cutTags: newCutTags(&opts.Cut)}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {
@@ -181,8 +185,8 @@ func pgIdleInTxTimeout(ttl time.Duration) time.Duration {
 // pgConnConfig is the connection configuration of a PostgreSQL catalog:
 // catalog.sql.dsn with cdcsync's bounds on connecting, on every read and
 // write, and on a session idle inside a transaction.
-func pgConnConfig(cfg *config.Config, rch *reach) (*pgx.ConnConfig, error) {
-	c := &cfg.Catalog.SQL
+func pgConnConfig(opts *Options, rch *reach) (*pgx.ConnConfig, error) {
+	c := &opts.Catalog.SQL
 	pc, err := pgx.ParseConfig(c.DSN.Value())
 	if err != nil {
 		return nil, fmt.Errorf("catalog.sql.dsn is not a PostgreSQL connection string (postgres://user:password@host:5432/db): %s",
@@ -198,11 +202,11 @@ func pgConnConfig(cfg *config.Config, rch *reach) (*pgx.ConnConfig, error) {
 		// for it until TCP keepalive gives up, hours later. The server
 		// ends such a session well within lease.ttl instead; the
 		// paused holder's commit is then rolled back.
-		pc.RuntimeParams[pgIdleInTxParam] = strconv.FormatInt(pgIdleInTxTimeout(cfg.Lease.TTL.Duration).Milliseconds(), 10)
+		pc.RuntimeParams[pgIdleInTxParam] = strconv.FormatInt(pgIdleInTxTimeout(opts.LeaseTTL).Milliseconds(), 10)
 	}
 	// Every read and write on the catalog's connections is bounded, so
 	// a server that vanished fails the commit instead of hanging it.
-	dial, timeout := pc.DialFunc, cfg.Warehouse.RequestTimeout.Duration
+	dial, timeout := pc.DialFunc, opts.Warehouse.RequestTimeout.Duration
 	pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil || timeout <= 0 {
@@ -216,14 +220,14 @@ func pgConnConfig(cfg *config.Config, rch *reach) (*pgx.ConnConfig, error) {
 	return pc, nil
 }
 
-func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, rch *reach) (catalog.Catalog, func(), error) {
-	c := &cfg.Catalog.SQL
+func openSQL(ctx context.Context, opts *Options, props iceberg.Properties, rch *reach) (catalog.Catalog, func(), error) {
+	c := &opts.Catalog.SQL
 	var driver, dsn string
 	var dialect sqlcat.SupportedDialect
 	release := func() {}
 	switch c.Driver {
 	case "postgres":
-		pc, err := pgConnConfig(cfg, rch)
+		pc, err := pgConnConfig(opts, rch)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -239,24 +243,24 @@ func openSQL(ctx context.Context, cfg *config.Config, props iceberg.Properties, 
 	props["uri"] = dsn
 	props["init_catalog_tables"] = "true"
 	props["type"] = "sql"
-	cat, err := catalog.Load(ctx, cfg.Catalog.Name, props)
+	cat, err := catalog.Load(ctx, opts.Catalog.Name, props)
 	for try := 0; err != nil && try < 3 && strings.Contains(err.Error(), "SQLSTATE 23505"); try++ {
 		// Two processes that open a new PostgreSQL catalog at once both
 		// create its tables; the loser's CREATE TABLE IF NOT EXISTS fails
 		// on a unique violation: the tables exist now.
 		time.Sleep(100 * time.Millisecond)
-		cat, err = catalog.Load(ctx, cfg.Catalog.Name, props)
+		cat, err = catalog.Load(ctx, opts.Catalog.Name, props)
 	}
 	if err != nil {
 		release()
 		return nil, nil, redactedError{fmt.Sprintf("open the %s SQL catalog %q: %s; check catalog.sql.dsn and that the database is reachable",
-			c.Driver, cfg.Catalog.Name, config.Redact(err.Error(), c.DSN.Value())), err}
+			c.Driver, opts.Catalog.Name, config.Redact(err.Error(), c.DSN.Value())), err}
 	}
 	return cat, release, nil
 }
 
-func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties, rch *reach) (catalog.Catalog, error) {
-	r := &cfg.Catalog.REST
+func openREST(ctx context.Context, o *Options, props iceberg.Properties, rch *reach) (catalog.Catalog, error) {
+	r := &o.Catalog.REST
 	var opts []rest.Option
 	if r.Warehouse != "" {
 		opts = append(opts, rest.WithWarehouseLocation(r.Warehouse))
@@ -267,8 +271,8 @@ func openREST(ctx context.Context, cfg *config.Config, props iceberg.Properties,
 	if v := r.Token.Value(); v != "" {
 		opts = append(opts, rest.WithOAuthToken(v))
 	}
-	opts = append(opts, rest.WithAdditionalProps(props), rest.WithCustomTransport(observedTransport{restTransport(cfg.Warehouse.RequestTimeout.Duration), rch}))
-	cat, err := rest.NewCatalog(ctx, cfg.Catalog.Name, r.URI, opts...)
+	opts = append(opts, rest.WithAdditionalProps(props), rest.WithCustomTransport(observedTransport{restTransport(o.Warehouse.RequestTimeout.Duration), rch}))
+	cat, err := rest.NewCatalog(ctx, o.Catalog.Name, r.URI, opts...)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, rest.ErrOAuthError) {
@@ -332,7 +336,7 @@ func (l *Lake) Close() error {
 func (l *Lake) Check(ctx context.Context) error {
 	ctx = l.Scope(ctx)
 	if _, err := l.cat.ListNamespaces(ctx, nil); err != nil {
-		return fmt.Errorf("the catalog %q does not answer: %w", l.cfg.Catalog.Name, err)
+		return fmt.Errorf("the catalog %q does not answer: %w", l.opts.Catalog.Name, err)
 	}
 	fs, err := l.fs(ctx)
 	if err != nil {
@@ -369,14 +373,14 @@ func (l *Lake) fs(ctx context.Context) (icebergio.WriteFileIO, error) {
 func (l *Lake) PipelineDir() string { return l.pipelineDir() }
 
 func (l *Lake) pipelineDir() string {
-	return l.warehouse + "/_cdcsync/" + l.cfg.Pipeline
+	return l.warehouse + "/_cdcsync/" + l.opts.Pipeline
 }
 
 // Identifier returns the Iceberg identifier for a MySQL table, following the
 // table rules of the configuration.
 func (l *Lake) Identifier(db, tbl string) table.Identifier {
 	ns, name := db, tbl
-	if r := l.cfg.Rule(db, tbl); r != nil {
+	if r := l.opts.Tables.Rule(db, tbl); r != nil {
 		if r.Namespace != "" {
 			ns = r.Namespace
 		}
@@ -411,7 +415,7 @@ func (l *Lake) LoadTable(ctx context.Context, id table.Identifier) (*table.Table
 	ctx = l.Scope(ctx)
 	t, err := l.cat.LoadTable(ctx, id)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", strings.Join(id, "."), l.cfg.Catalog.Name)
+		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", strings.Join(id, "."), l.opts.Catalog.Name)
 	}
 	return t, err
 }
@@ -436,7 +440,7 @@ func (l *Lake) PipelineTables(ctx context.Context) ([]PipelineTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := CommittedBy(tbl, l.cfg.Pipeline)
+		c, err := CommittedBy(tbl, l.opts.Pipeline)
 		if err != nil {
 			return nil, err
 		}

@@ -47,7 +47,7 @@ const (
 
 // LeaseIdent is the identifier of the pipeline's control table.
 func (l *Lake) LeaseIdent() table.Identifier {
-	return table.Identifier{LeaseNamespace, l.cfg.Pipeline + "_lease"}
+	return table.Identifier{LeaseNamespace, l.opts.Pipeline + "_lease"}
 }
 
 // LeaseStore returns the store of the pipeline's lease.
@@ -86,7 +86,7 @@ func (s *leaseStore) table(ctx context.Context) (*table.Table, error) {
 	tbl, err = l.cat.CreateTable(ctx, ident, sc,
 		catalog.WithLocation(l.pipelineDir()+"/lease"),
 		catalog.WithProperties(iceberg.Properties{
-			"comment": fmt.Sprintf("the lease of cdcsync pipeline %s (who holds it: its current snapshot's summary); it holds no rows", l.cfg.Pipeline),
+			"comment": fmt.Sprintf("the lease of cdcsync pipeline %s (who holds it: its current snapshot's summary); it holds no rows", l.opts.Pipeline),
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			"format-version":                     "2",
 			table.MetadataPreviousVersionsMaxKey: "3",
@@ -286,10 +286,10 @@ func (l *Lake) ownedBy(tbl *table.Table) bool {
 	if props[PropSource] == "" {
 		return false
 	}
-	if props[PropPipeline] == l.cfg.Pipeline {
+	if props[PropPipeline] == l.opts.Pipeline {
 		return true
 	}
-	_, ok := props[PropCommitted+l.cfg.Pipeline]
+	_, ok := props[PropCommitted+l.opts.Pipeline]
 	return ok
 }
 
@@ -304,7 +304,7 @@ func (l *Lake) fence(ctx context.Context, tbl *table.Table, ref string, token in
 	if err := tx.AssertRefSnapshotID(ref); err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{SummaryFence: l.cfg.Pipeline, SummaryToken: strconv.FormatInt(token, 10)}
+	props := iceberg.Properties{SummaryFence: l.opts.Pipeline, SummaryToken: strconv.FormatInt(token, 10)}
 	if err := tx.AddFiles(ctx, nil, props, false); err != nil {
 		return nil, fmt.Errorf("stage the fence of %s: %w", strings.Join(tbl.Identifier(), "."), err)
 	}
@@ -324,20 +324,20 @@ func (l *Lake) refuseOtherPipeline(tbl *table.Table, id fmt.Stringer) error {
 	other := props[PropPipeline]
 	if other == "" {
 		for k := range props {
-			if p, ok := strings.CutPrefix(k, PropCommitted); ok && p != l.cfg.Pipeline {
+			if p, ok := strings.CutPrefix(k, PropCommitted); ok && p != l.opts.Pipeline {
 				other = p
 				break
 			}
 		}
 	}
-	if other == "" || other == l.cfg.Pipeline {
+	if other == "" || other == l.opts.Pipeline {
 		return nil
 	}
 	name := strings.Join(tbl.Identifier(), ".")
 	return cdcsync.Permanent(fmt.Errorf("the Iceberg table %s (of MySQL table %s) is written by pipeline %q, and two pipelines must not write one table: "+
 		"exclude %s from pipeline %q (source.exclude), or give it another Iceberg name with a tables[] rule (namespace, name); "+
 		"if pipeline %q was renamed to %q, remove the table property %s (and %s%s) to hand the table over",
-		name, id, other, id, l.cfg.Pipeline, other, l.cfg.Pipeline, PropPipeline, PropCommitted, other))
+		name, id, other, id, l.opts.Pipeline, other, l.opts.Pipeline, PropPipeline, PropCommitted, other))
 }
 
 // tokenOf returns the fencing token a snapshot was committed with (0 for

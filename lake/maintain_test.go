@@ -97,7 +97,7 @@ func loadConfig(t testing.TB, path, yaml string) *config.Config {
 
 func openLake(t testing.TB, cfg *config.Config) *Lake {
 	t.Helper()
-	lk, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lk, err := Open(context.Background(), OptionsFrom(cfg), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

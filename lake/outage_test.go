@@ -106,7 +106,7 @@ func TestRequestTimeoutCutsBlackholes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			start := time.Now()
-			lk, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			lk, err := Open(ctx, OptionsFrom(cfg), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err == nil {
 				defer lk.Close()
 				err = lk.Check(ctx)

@@ -43,7 +43,8 @@ func TestPausedCatalogSessionReleasesItsLocks(t *testing.T) {
 
 	// The paused holder: a session of cdcsync's configuration that
 	// updated the catalog's rows and then stopped.
-	pc, err := pgConnConfig(cfg, &reach{})
+	opts := OptionsFrom(cfg)
+	pc, err := pgConnConfig(&opts, &reach{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,8 @@ func TestCheckRule(t *testing.T) {
 		{"kv3", ""},
 		{"other", ""},
 	} {
-		err := CheckRule(cfg, ts(c.table))
+		s := ts(c.table)
+		err := CheckRule(cfg.Rule(s.ID.Database, s.ID.Table), s)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", c.table, err, c.want)
 		}

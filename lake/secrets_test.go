@@ -27,7 +27,7 @@ func TestRESTErrorsHideTheURIPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	lk, err := Open(context.Background(), OptionsFrom(cfg), slog.New(slog.DiscardHandler))
 	if err == nil {
 		lk.Close()
 		t.Fatal("a REST catalog that does not answer opened")

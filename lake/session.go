@@ -85,7 +85,7 @@ func (s *SessionLake) Sink(tables map[cdcsync.TableID]merge.LakeTable) merge.Sin
 	}
 	s.l.cleanSpills(context.Background(), ts)
 	s.l.dropUnusedIndexes(ts)
-	return s.l.NewSink(ts, s.m, s.l.NewMaintainer(s.l.cfg.Maintenance, s.fault))
+	return s.l.NewSink(ts, s.m, s.l.NewMaintainer(s.l.opts.Maintenance, s.fault))
 }
 
 func (s *SessionLake) wrap(t *Table) *SessionTable {

@@ -305,7 +305,6 @@ func (l *Lake) StoppedMessage(t *Table, info cdcsync.StopInfo) string {
 }
 
 func (l *Lake) stoppedMessage(id cdcsync.TableID, iceberg table.Identifier, info cdcsync.StopInfo) string {
-	cfg := l.cfg
 	ident := strings.Join(iceberg, ".")
 	if info.Dropped {
 		return fmt.Sprintf("%s was dropped in MySQL at %s; its Iceberg table %s keeps the rows it had then and is no longer mirrored "+
@@ -321,7 +320,7 @@ func (l *Lake) stoppedMessage(id cdcsync.TableID, iceberg table.Identifier, info
 		msg += "change the MySQL table so that cdcsync can map it (or exclude it in source.include), then "
 	}
 	msg += fmt.Sprintf("drop the Iceberg table %s (DROP TABLE in Spark or Trino, or through the catalog) and restart cdcsync, which copies it afresh", ident)
-	if cfg != nil && !info.NoRecopy && cfg.IncompatiblePolicy(id.Database, id.Table) != config.DDLRecopy {
+	if !info.NoRecopy && l.opts.Tables.IncompatiblePolicy(id.Database, id.Table) != config.DDLRecopy {
 		msg += "; or set ddl_incompatible: recopy for it under tables: (or ddl.incompatible: recopy) so that cdcsync copies such tables again by itself"
 	}
 	return msg

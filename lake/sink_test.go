@@ -36,7 +36,7 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lk, err := Open(ctx, cfg, log)
+	lk, err := Open(ctx, OptionsFrom(cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}

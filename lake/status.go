@@ -44,12 +44,12 @@ func (l *Lake) Status(ctx context.Context) ([]TableStatus, error) {
 		}
 		props := tbl.Properties()
 		db, name, _ := strings.Cut(props[PropSource], ".")
-		c, err := committedIn(tbl, l.cfg.Pipeline)
+		c, err := committedIn(tbl, l.opts.Pipeline)
 		if err != nil {
 			return nil, err
 		}
 		st := TableStatus{ID: cdcsync.TableID{Database: db, Table: name}, Iceberg: strings.Join(ident, "."), Committed: c,
-			LastCommit: lastCommit(tbl, l.cfg.Pipeline), Recopy: props[PropRecopy] != "", Recopying: refOf(tbl.Metadata()) == CopyBranch}
+			LastCommit: lastCommit(tbl, l.opts.Pipeline), Recopy: props[PropRecopy] != "", Recopying: refOf(tbl.Metadata()) == CopyBranch}
 		if info, ok := StoppedIn(props); ok {
 			st.Stopped, st.StopNote = &info, l.stoppedMessage(st.ID, ident, info)
 		}

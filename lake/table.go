@@ -218,7 +218,7 @@ func parquetProperties(pq config.Parquet) iceberg.Properties {
 // written from then on use them; older files keep theirs, and readers
 // read each file with its own codec.
 func (l *Lake) switchParquet(ctx context.Context, ident table.Identifier, tbl *table.Table, id cdcsync.TableID) (*table.Table, error) {
-	pq := l.cfg.ParquetFor(id.Database, id.Table)
+	pq := l.opts.Tables.ParquetFor(id.Database, id.Table)
 	if pq.Compression == "" {
 		return tbl, nil // a Config built in code without defaults
 	}
@@ -307,7 +307,7 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			t.schemaPos = pos
 			return t, nil
 		}
-		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
 	}
 	if tbl, err = l.switchDeletes(ctx, ident, tbl, ts.ID); err != nil {
 		return nil, err
@@ -360,7 +360,7 @@ func (l *Lake) OpenTable(ctx context.Context, name string) (*Table, error) {
 		it, err = l.cat.LoadTable(ctx, ident)
 	}
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", name, l.cfg.Catalog.Name)
+		return nil, fmt.Errorf("no table %s in catalog %q; `cdcsync tables` lists the tables", name, l.opts.Catalog.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
@@ -386,15 +386,15 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 	if err != nil {
 		return nil, err
 	}
-	mode := l.cfg.Deletes.Mode
-	if r := l.cfg.Rule(ts.ID.Database, ts.ID.Table); r != nil && r.Deletes != "" {
+	mode := l.opts.DeletesMode
+	if r := l.opts.Tables.Rule(ts.ID.Database, ts.ID.Table); r != nil && r.Deletes != "" {
 		mode = r.Deletes
 	}
-	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.cfg.Pipeline, PropDeletes: mode}
+	props := iceberg.Properties{PropSource: ts.ID.String(), PropMySQLSchema: EncodeSchema(ts, cdcsync.Position{}), PropPipeline: l.opts.Pipeline, PropDeletes: mode}
 	for k, v := range tableProperties {
 		props[k] = v
 	}
-	if pq := l.cfg.ParquetFor(ts.ID.Database, ts.ID.Table); pq.Compression != "" {
+	if pq := l.opts.Tables.ParquetFor(ts.ID.Database, ts.ID.Table); pq.Compression != "" {
 		for k, v := range parquetProperties(pq) {
 			props[k] = v
 		}
@@ -413,15 +413,14 @@ func (l *Lake) createTable(ctx context.Context, ident table.Identifier, ts *cdcs
 }
 
 func (l *Lake) partitionSpec(ts *cdcsync.TableSchema, sc *iceberg.Schema) (*iceberg.PartitionSpec, error) {
-	return partitionSpecOf(l.cfg.Rule(ts.ID.Database, ts.ID.Table), ts, sc)
+	return partitionSpecOf(l.opts.Tables.Rule(ts.ID.Database, ts.ID.Table), ts, sc)
 }
 
 // CheckRule says whether the tables[] rule that matches ts (if any) can
 // be applied to it as the table is now: the partition columns exist and
 // their transforms fit the columns' types. `cdcsync check` reports it
 // before `run` would fail creating the table.
-func CheckRule(cfg *config.Config, ts *cdcsync.TableSchema) error {
-	r := cfg.Rule(ts.ID.Database, ts.ID.Table)
+func CheckRule(r *config.TableRule, ts *cdcsync.TableSchema) error {
 	if r == nil || len(r.Partition) == 0 {
 		return nil
 	}
@@ -528,17 +527,17 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		}
 		eqFile = &fileOut{layout: delOut, schema: delSchema, content: iceberg.EntryContentEqDeletes, eqIDs: eqIDs, part: gp}
 		stageFile = &fileOut{layout: dataOut, schema: sc, content: iceberg.EntryContentData, part: gp}
-		if above := l.cfg.StageAboveFor(ts.ID.Database, ts.ID.Table); byPosition(deletesMode(tbl)) && above > 0 {
+		if above := l.opts.Tables.StageAboveFor(ts.ID.Database, ts.ID.Table); byPosition(deletesMode(tbl)) && above > 0 {
 			staging := *partFile
 			staging.stage, staging.stageAbove = stageFile, above
 			dataFile = &staging
 		}
 	}
-	c, err := committedIn(tbl, l.cfg.Pipeline)
+	c, err := committedIn(tbl, l.opts.Pipeline)
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.cfg.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
+	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile:  dataFile,
 		partFile:  partFile,
@@ -573,7 +572,7 @@ func (l *Lake) commitMetadata(ctx context.Context, ident table.Identifier, tbl *
 // asks, when the rule sets one that differs, and returns the table as
 // reloaded.
 func (l *Lake) switchDeletes(ctx context.Context, ident table.Identifier, tbl *table.Table, id cdcsync.TableID) (*table.Table, error) {
-	r := l.cfg.Rule(id.Database, id.Table)
+	r := l.opts.Tables.Rule(id.Database, id.Table)
 	if r == nil || r.Deletes == "" || r.Deletes == deletesMode(tbl) {
 		return tbl, nil
 	}

@@ -69,14 +69,14 @@ func (v *VerifyView) State(ctx context.Context, id cdcsync.TableID) (*verify.Tab
 		return nil, fmt.Errorf("Iceberg table %s records no MySQL schema (%s): it was not written by cdcsync, or by a version older than verify", strings.Join(tbl.Identifier(), "."), PropMySQLSchema)
 	}
 	st.Schema = ts
-	c, err := CommittedBy(tbl, v.l.cfg.Pipeline)
+	c, err := CommittedBy(tbl, v.l.opts.Pipeline)
 	if err != nil {
 		return nil, err
 	}
 	meta := tbl.Metadata()
 	switch {
 	case !c.Found:
-		st.Unverifiable = fmt.Sprintf("pipeline %q has not committed to it", v.l.cfg.Pipeline)
+		st.Unverifiable = fmt.Sprintf("pipeline %q has not committed to it", v.l.opts.Pipeline)
 	case props[PropStopped] != "":
 		st.Unverifiable = "cdcsync stopped mirroring it"
 		if info, ok := StoppedIn(props); ok {
@@ -100,7 +100,7 @@ func (v *VerifyView) State(ctx context.Context, id cdcsync.TableID) (*verify.Tab
 	}
 	for s := meta.CurrentSnapshot(); s != nil; {
 		p := s.Summary
-		if p != nil && p.Properties[SummaryPipeline] == v.l.cfg.Pipeline && p.Properties[SummaryEpoch] != "" {
+		if p != nil && p.Properties[SummaryPipeline] == v.l.opts.Pipeline && p.Properties[SummaryEpoch] != "" {
 			cm, err := parseCommitted(p.Properties)
 			if err != nil {
 				return nil, fmt.Errorf("snapshot %d of %s: %w", s.SnapshotID, id, err)

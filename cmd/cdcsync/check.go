@@ -63,7 +63,7 @@ func runCheck(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		// descriptor fails its commit, which loses nothing.
 		report(true, !of.enough(), "open files", of.String())
 	}
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 	if err != nil {
 		report(false, false, "catalog", err.Error())
 	} else {
@@ -169,7 +169,7 @@ func checkPartitions(ctx context.Context, cfg *config.Config, conn *client.Conn,
 		if r == nil || len(r.Partition) == 0 {
 			continue
 		}
-		if err := lake.CheckRule(cfg, ts); err != nil {
+		if err := lake.CheckRule(r, ts); err != nil {
 			report(false, false, "partitions", err.Error())
 			continue
 		}

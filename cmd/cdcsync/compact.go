@@ -26,7 +26,7 @@ func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes i
 	if keys != nil {
 		defer keys.Close()
 	}
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 	if err != nil {
 		return err
 	}

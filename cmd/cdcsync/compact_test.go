@@ -50,7 +50,7 @@ func TestCompactByHandKeepsKeyIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer keys.Close()
-		lk, err := lake.Open(ctx, cfg, log)
+		lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestCompactByHandKeepsKeyIndex(t *testing.T) {
 	}
 	// The index is right: a reader sees each order once, the updated ones
 	// updated.
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type cutOptions struct {
 // SQL that reads it in each engine; with a tag, it also tags those
 // snapshots so that the cut can be read again by name.
 func runCut(ctx context.Context, cfg *config.Config, o cutOptions, stdout, stderr io.Writer) error {
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), newLogger(cfg, stderr))
 	if err != nil {
 		return exitError{1, err}
 	}

@@ -33,7 +33,7 @@ type holding struct {
 // daemon holds it (lease.wait), and fences the tables when the previous
 // holder may still run. It starts renewing the lease at once.
 func (d *daemon) acquire(ctx context.Context) (*holding, error) {
-	lk, err := lake.Open(ctx, d.cfg, d.log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(d.cfg), d.log)
 	if err != nil {
 		return nil, err
 	}

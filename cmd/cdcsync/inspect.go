@@ -24,7 +24,7 @@ import (
 
 // runTables lists the catalog's tables with what cdcsync last committed.
 func runTables(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) error {
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), newLogger(cfg, stderr))
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func runCat(ctx context.Context, cfg *config.Config, name string, limit int64, f
 	if !ok || db == "" || tbl == "" {
 		return exitError{2, fmt.Errorf("cat needs a table as DB.TABLE, got %q", name)}
 	}
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), newLogger(cfg, stderr))
 	if err != nil {
 		return err
 	}

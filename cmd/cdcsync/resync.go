@@ -63,7 +63,7 @@ func runResync(ctx context.Context, cfg *config.Config, names []string, all, off
 			return nil
 		}
 		var err error
-		lk, err = lake.Open(ctx, cfg, newLogger(cfg, stderr))
+		lk, err = lake.Open(ctx, lake.OptionsFrom(cfg), newLogger(cfg, stderr))
 		return err
 	}
 	defer func() {

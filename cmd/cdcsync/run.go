@@ -311,7 +311,7 @@ type daemon struct {
 // or an error occurs.
 func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 	cfg, log := d.cfg, d.log
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ type tableStatus struct {
 // one line per table. It reads the catalog, the warehouse and the daemon's
 // http.listen; it needs no MySQL password.
 func runStatus(ctx context.Context, cfg *config.Config, asJSON bool, stdout, stderr io.Writer) error {
-	lk, err := lake.Open(ctx, cfg, newLogger(cfg, stderr))
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), newLogger(cfg, stderr))
 	if err != nil {
 		return exitError{1, err}
 	}

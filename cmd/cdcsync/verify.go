@@ -62,7 +62,7 @@ func runVerify(ctx context.Context, cfg *config.Config, names []string, f verify
 		f.chunkRows = cfg.Snapshot.ChunkRows
 	}
 	log := newLogger(cfg, stderr)
-	lk, err := lake.Open(ctx, cfg, log)
+	lk, err := lake.Open(ctx, lake.OptionsFrom(cfg), log)
 	if err != nil {
 		return exitError{1, err}
 	}

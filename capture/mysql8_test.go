@@ -50,10 +50,12 @@ func decodeFixture(name string, cfg StreamConfig) ([]*cdcsync.Txn, error) {
 	// each image against go-mysql's decoding).
 	p.SetRowsEventDecodeFunc(deferRows)
 	cfg.CheckRowImages = true
-	r := &reader{cfg: cfg, gtids: dec(cfg.Start).GTIDSet, file: dec(cfg.Start).File, pos: dec(cfg.Start).Offset}
-	r.initTracking()
+	r, err := newReader(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var out []*cdcsync.Txn
-	err := p.ParseFile(filepath.Join("testdata", "mysql8", name), 4, func(ev *replication.BinlogEvent) error {
+	err = p.ParseFile(filepath.Join("testdata", "mysql8", name), 4, func(ev *replication.BinlogEvent) error {
 		txn, err := r.handle(ev)
 		if txn != nil {
 			out = append(out, txn)

@@ -123,12 +123,10 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	if os.Getenv("CDCSYNC_CHECK_ROW_IMAGES") == "1" {
 		cfg.CheckRowImages = true
 	}
-	start, err := binlogpos.Decode(cfg.Start)
+	r, err := newReader(cfg)
 	if err != nil {
 		return err
 	}
-	r := &reader{cfg: cfg, gtid: start.UsesGTID(), gtids: start.GTIDSet, file: start.File, pos: start.Offset}
-	r.initTracking()
 	failed, streamed := 0, false
 	for {
 		read, progressed, err := r.follow(ctx, syncCfg, out)
@@ -428,6 +426,17 @@ type reader struct {
 	// XA transactions (xa.go).
 	xa       *xaTxn   // the XA transaction being read up to its PREPARE
 	prepared []*xaTxn // prepared and not yet committed or rolled back, oldest first
+}
+
+// newReader starts reading at cfg.Start.
+func newReader(cfg StreamConfig) (*reader, error) {
+	start, err := binlogpos.Decode(cfg.Start)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{cfg: cfg, gtid: start.UsesGTID(), gtids: start.GTIDSet, file: start.File, pos: start.Offset}
+	r.initTracking()
+	return r, nil
 }
 
 func (r *reader) position() binlogpos.Pos {

@@ -1,54 +1,104 @@
 package cdcsync
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 )
 
-// Flavors of binlog positions.
-const (
-	FlavorMySQL   = "mysql"
-	FlavorMariaDB = "mariadb"
-)
-
-// Position is a point in the binlog: a GTID set when the server has GTIDs,
-// else a file and offset that only mean something on the server ServerUUID.
-// The core stores positions and compares them only through the source's
-// Order (capture/binlogpos for MySQL and MariaDB).
+// Position is a point in the source's change stream (a binlog position for
+// MySQL; a Kafka offset or a PostgreSQL LSN would fit too). It holds the
+// source's canonical encoded form, a JSON object, and nothing else, so that
+// the core stores positions and compares equal ones with == without
+// knowing what they mean; it orders them only through the source's Order.
+// The zero Position names no position.
 type Position struct {
-	Flavor     string `json:"flavor"`
-	GTIDSet    string `json:"gtid_set,omitempty"`
-	File       string `json:"file,omitempty"`
-	Offset     uint32 `json:"offset,omitempty"`
-	ServerUUID string `json:"server_uuid,omitempty"`
+	raw string
+}
+
+// zeroJSON is how a zero Position is stored: what cdcsync wrote for it when
+// Position was a struct of MySQL fields, kept so that stored checkpoints
+// (and their checksums) and snapshot summaries stay byte for byte the same.
+const zeroJSON = `{"flavor":""}`
+
+// PositionFromEncoded makes a Position from a source's canonical encoding
+// of it: the source must encode equal positions to equal strings, and a
+// position that names nothing to "". The encoding must be compact JSON.
+func PositionFromEncoded(s string) Position {
+	if s == zeroJSON {
+		s = ""
+	}
+	return Position{raw: s}
 }
 
 // IsZero reports whether p names no position at all.
-func (p Position) IsZero() bool { return p.GTIDSet == "" && p.File == "" }
+func (p Position) IsZero() bool { return p.raw == "" }
 
-// UsesGTID reports whether p is a GTID position.
-func (p Position) UsesGTID() bool { return p.GTIDSet != "" }
+// Encoded returns the source's encoding of p ("" for the zero Position).
+func (p Position) Encoded() string { return p.raw }
 
+// String renders p for people, as the source says (SetPositionText), else
+// as its encoded form.
 func (p Position) String() string {
-	if p.UsesGTID() {
-		return p.Flavor + ":" + p.GTIDSet
+	if f := positionText.Load(); f != nil {
+		return (*f)(p)
 	}
-	return fmt.Sprintf("%s:%s:%d", p.Flavor, p.File, p.Offset)
+	return p.Encode()
 }
 
-// Encode returns the JSON form stored in snapshot summaries and checkpoints.
+var positionText atomic.Pointer[func(Position) string]
+
+// SetPositionText sets how Position.String renders positions for the
+// messages and logs of the core. The source sets it (the core cannot read
+// a position), as capture/binlogpos does when it is linked in.
+func SetPositionText(f func(Position) string) { positionText.Store(&f) }
+
+// Encode returns the form stored in snapshot summaries and checkpoints.
 func (p Position) Encode() string {
-	b, _ := json.Marshal(p) // a struct of strings and ints always marshals
-	return string(b)
+	if p.raw == "" {
+		return zeroJSON
+	}
+	return p.raw
 }
 
 // DecodePosition parses the form written by Encode.
 func DecodePosition(s string) (Position, error) {
-	var p Position
-	if err := json.Unmarshal([]byte(s), &p); err != nil {
+	p, err := decodePosition([]byte(s))
+	if err != nil {
 		return Position{}, fmt.Errorf("decode binlog position %q: %w", s, err)
 	}
 	return p, nil
+}
+
+// decodePosition compacts b, so that a position read back from storage is
+// == the same position as the source produces it.
+func decodePosition(b []byte) (Position, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return Position{}, err
+	}
+	s := buf.String()
+	switch {
+	case s == "null" || s == "{}":
+		return Position{}, nil
+	case s[0] != '{':
+		return Position{}, fmt.Errorf("position %s is not a JSON object", s)
+	}
+	return PositionFromEncoded(s), nil
+}
+
+// MarshalJSON writes p as the JSON object of its encoding.
+func (p Position) MarshalJSON() ([]byte, error) { return []byte(p.Encode()), nil }
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (p *Position) UnmarshalJSON(b []byte) error {
+	q, err := decodePosition(b)
+	if err != nil {
+		return fmt.Errorf("decode binlog position: %w", err)
+	}
+	*p = q
+	return nil
 }
 
 // Order compares the positions of one source. The source owns what a

@@ -13,7 +13,7 @@ import (
 // checkpoint does not list, and one being copied keep their own position.
 func TestCheckpointEffective(t *testing.T) {
 	pos := func(gtids string) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtids}
+		return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: gtids}.Position()
 	}
 	quiet := cdcsync.TableID{Database: "d", Table: "quiet"}
 	busy := cdcsync.TableID{Database: "d", Table: "busy"}
@@ -32,7 +32,7 @@ func TestCheckpointEffective(t *testing.T) {
 		{"not listed", cdcsync.TableID{Database: "d", Table: "new"}, cdcsync.Committed{Found: true, Epoch: 9, Pos: pos("0-1-60")}, "0-1-60"},
 		{"copying", quiet, cdcsync.Committed{Found: true, Epoch: 3, Pos: pos("0-1-10"), Copy: &cdcsync.CopyState{}}, "0-1-10"},
 	} {
-		if got := ck.Effective(c.id, c.c, binlogpos.Order{}); got.GTIDSet != c.want {
+		if got := ck.Effective(c.id, c.c, binlogpos.Order{}); got != pos(c.want) {
 			t.Errorf("%s: effective position %s, want %s", c.name, got, c.want)
 		}
 	}

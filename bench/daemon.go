@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bufio"
 	"context"
 	"errors"
@@ -391,7 +393,11 @@ func (w *lakeWatcher) checkpointSeq() (uint64, bool, error) {
 	return seq, err == nil, err
 }
 
-func posSeq(p cdcsync.Position) (uint64, error) {
+func posSeq(at cdcsync.Position) (uint64, error) {
+	p, err := binlogpos.Decode(at)
+	if err != nil {
+		return 0, err
+	}
 	for _, part := range strings.Split(p.GTIDSet, ",") {
 		if strings.HasPrefix(strings.TrimSpace(part), "0-") {
 			return gtidSeq(part)

@@ -47,7 +47,7 @@ func ReadBinlog(ctx context.Context, conn *client.Conn, flavor, serverUUID strin
 		return nil, fmt.Errorf("SHOW BINARY LOGS lists no binlog: the binlog is off; enable log_bin")
 	}
 	switch flavor {
-	case cdcsync.FlavorMariaDB:
+	case binlogpos.FlavorMariaDB:
 		// The oldest binlog opens with a Gtid_list event: the GTID state
 		// as the server had it before that file.
 		ev, err := conn.Execute(fmt.Sprintf("SHOW BINLOG EVENTS IN '%s' LIMIT 4", strings.ReplaceAll(b.Oldest, "'", "''")))
@@ -85,11 +85,15 @@ func ReadBinlog(ctx context.Context, conn *client.Conn, flavor, serverUUID strin
 // it can: the binlog after pos was purged, or pos holds transactions the
 // server never had (another server's history, a binlog that was reset), or
 // pos is a file of another server or one no longer on it.
-func (b *Binlog) Missing(pos cdcsync.Position) (string, error) {
+func (b *Binlog) Missing(at cdcsync.Position) (string, error) {
+	pos, err := binlogpos.Decode(at)
+	if err != nil {
+		return "", err
+	}
 	if pos.UsesGTID() {
 		if b.Purged != "" {
-			purged := cdcsync.Position{Flavor: b.Flavor, GTIDSet: b.Purged}
-			ok, err := binlogpos.Order{}.Includes(pos, purged)
+			purged := binlogpos.Pos{Flavor: b.Flavor, GTIDSet: b.Purged}.Position()
+			ok, err := binlogpos.Order{}.Includes(at, purged)
 			if err != nil {
 				return "", err
 			}
@@ -97,8 +101,8 @@ func (b *Binlog) Missing(pos cdcsync.Position) (string, error) {
 				return fmt.Sprintf("the server purged the binlog after it (its oldest binlog, %s, starts after %s)", b.Oldest, b.Purged), nil
 			}
 		}
-		exec := cdcsync.Position{Flavor: b.Flavor, GTIDSet: b.Executed}
-		ok, err := binlogpos.Order{}.Includes(exec, pos)
+		exec := binlogpos.Pos{Flavor: b.Flavor, GTIDSet: b.Executed}.Position()
+		ok, err := binlogpos.Order{}.Includes(exec, at)
 		if err != nil {
 			return "", err
 		}

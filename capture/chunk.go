@@ -39,6 +39,8 @@ package capture
 // version or a bound that does not fit the table's key refuses it.
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -712,7 +714,8 @@ func (r *ChunkReader) readBetween(ctx context.Context, ts *cdcsync.TableSchema, 
 	if err != nil {
 		return nil, none, fmt.Errorf("read the chunk of %s %s: %w", ts.ID, chunkRange(a, h), err)
 	}
-	rows, pos, err := r.readChunk(ctx, conn, ts, a, h)
+	rows, at, err := r.readChunk(ctx, conn, ts, a, h)
+	pos := at.Position()
 	if err == nil {
 		_, err = connQuery(ctx, conn, "COMMIT")
 	}
@@ -723,12 +726,12 @@ func (r *ChunkReader) readBetween(ctx context.Context, ts *cdcsync.TableSchema, 
 	return rows, pos, nil
 }
 
-func (r *ChunkReader) readChunk(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, after, hi chunkBound) ([]cdcsync.Row, cdcsync.Position, error) {
-	pos := cdcsync.Position{Flavor: r.flavor, ServerUUID: r.serverUUID}
+func (r *ChunkReader) readChunk(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, after, hi chunkBound) ([]cdcsync.Row, binlogpos.Pos, error) {
+	pos := binlogpos.Pos{Flavor: r.flavor, ServerUUID: r.serverUUID}
 	if _, err := connQuery(ctx, conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		return nil, pos, fmt.Errorf("start the snapshot transaction: %w", err)
 	}
-	exact := r.flavor == cdcsync.FlavorMariaDB
+	exact := r.flavor == binlogpos.FlavorMariaDB
 	if exact {
 		var err error
 		if pos, err = mariadbSnapshotPosition(ctx, conn, r.flavor, r.serverUUID); err != nil {
@@ -755,8 +758,8 @@ func (r *ChunkReader) readChunk(ctx context.Context, conn *client.Conn, ts *cdcs
 	}
 	if !exact {
 		// The high watermark: at or after the snapshot.
-		if pos, err = chunkWithCtxValue(ctx, conn, func() (cdcsync.Position, error) {
-			return CurrentPosition(ctx, conn, r.flavor, r.serverUUID)
+		if pos, err = chunkWithCtxValue(ctx, conn, func() (binlogpos.Pos, error) {
+			return currentPos(conn, r.flavor, r.serverUUID)
 		}); err != nil {
 			return nil, pos, err
 		}
@@ -767,8 +770,8 @@ func (r *ChunkReader) readChunk(ctx context.Context, conn *client.Conn, ts *cdcs
 // mariadbSnapshotPosition reads the binlog position of the consistent
 // snapshot open on conn (START TRANSACTION WITH CONSISTENT SNAPSHOT) on
 // MariaDB, which reports it without a lock.
-func mariadbSnapshotPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID string) (cdcsync.Position, error) {
-	pos := cdcsync.Position{Flavor: flavor, ServerUUID: serverUUID}
+func mariadbSnapshotPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID string) (binlogpos.Pos, error) {
+	pos := binlogpos.Pos{Flavor: flavor, ServerUUID: serverUUID}
 	res, err := connQuery(ctx, conn, "SHOW STATUS LIKE 'binlog_snapshot_%'")
 	if err != nil {
 		return pos, fmt.Errorf("read the snapshot's binlog position: %w", err)

@@ -7,6 +7,8 @@ package capture
 // connections.
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +51,7 @@ func chunkFullSelect(t *testing.T, src *config.Source, ts *cdcsync.TableSchema, 
 	var rows []cdcsync.Row
 	var res mysql.Result
 	err := conn.ExecuteSelectStreaming("SELECT "+SelectList(ts)+" FROM "+chunkTable(ts), &res, func(raw []mysql.FieldValue) error {
-		row, err := p.SnapshotRow(ts, raw, cdcsync.Position{})
+		row, err := p.SnapshotRow(ts, raw, binlogpos.Pos{})
 		if err != nil {
 			return err
 		}
@@ -87,7 +89,7 @@ func chunkIterate(t *testing.T, r *ChunkReader, ts *cdcsync.TableSchema, size in
 		if err != nil {
 			t.Fatalf("ReadChunk(%s, %s): %v", after, hi, err)
 		}
-		if pos.File == "" || pos.Flavor != r.flavor {
+		if dec(pos).File == "" || dec(pos).Flavor != r.flavor {
 			t.Errorf("ReadChunk(%s, %s): position %+v", after, hi, pos)
 		}
 		chunks++
@@ -216,7 +218,7 @@ func TestChunkRealMariaDB(t *testing.T) {
 }
 
 func chunkTables(t *testing.T, root *client.Conn, src *config.Source) {
-	r := NewChunkReader(src, cdcsync.FlavorMariaDB, "", chunkPolicy(), 3)
+	r := NewChunkReader(src, binlogpos.FlavorMariaDB, "", chunkPolicy(), 3)
 	defer r.Close()
 	for _, c := range chunkCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -356,13 +358,13 @@ func chunkCharsets(t *testing.T, root *client.Conn) {
 
 func chunkCmpPos(t *testing.T, a, b cdcsync.Position) int {
 	t.Helper()
-	if a.File == "" || b.File == "" {
+	if dec(a).File == "" || dec(b).File == "" {
 		t.Fatalf("positions without a file: %+v, %+v", a, b)
 	}
-	if c := strings.Compare(a.File, b.File); c != 0 {
+	if c := strings.Compare(dec(a).File, dec(b).File); c != 0 {
 		return c
 	}
-	return int(int64(a.Offset) - int64(b.Offset))
+	return int(int64(dec(a).Offset) - int64(dec(b).Offset))
 }
 
 func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
@@ -371,7 +373,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 	ts := chunkLoad(t, root, "ck", "t_pos")
 	now := func() cdcsync.Position {
 		t.Helper()
-		p, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "uuid-1")
+		p, err := CurrentPosition(ctx, root, binlogpos.FlavorMariaDB, "uuid-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +389,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 	}
 
 	t.Run("mariadb_exact", func(t *testing.T) {
-		r := NewChunkReader(src, cdcsync.FlavorMariaDB, "uuid-1", nil, 1)
+		r := NewChunkReader(src, binlogpos.FlavorMariaDB, "uuid-1", nil, 1)
 		defer r.Close()
 		rdbExec(t, root, "INSERT INTO ck.t_pos VALUES (1)")
 		p1 := now()
@@ -400,10 +402,10 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 		}
 		// Nothing was written since p1: the snapshot's position is p1's
 		// file and offset (a chunk's position carries no GTID set).
-		if pos.File != p1.File || pos.Offset != p1.Offset {
+		if dec(pos).File != dec(p1).File || dec(pos).Offset != dec(p1).Offset {
 			t.Errorf("position %+v, want the server's %+v", pos, p1)
 		}
-		if pos.GTIDSet != "" || pos.Flavor != cdcsync.FlavorMariaDB || pos.ServerUUID != "uuid-1" {
+		if dec(pos).GTIDSet != "" || dec(pos).Flavor != binlogpos.FlavorMariaDB || dec(pos).ServerUUID != "uuid-1" {
 			t.Errorf("position %+v: want file and offset only, with flavor and server", pos)
 		}
 		rdbExec(t, root, "INSERT INTO ck.t_pos VALUES (2)")
@@ -422,7 +424,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 		if !slices.Equal(ids(rows), []int32{1, 2}) {
 			t.Errorf("rows %v, want [1 2]: the INSERT after the snapshot must not be seen", ids(rows))
 		}
-		if pos.File != p2.File || pos.Offset != p2.Offset {
+		if dec(pos).File != dec(p2).File || dec(pos).Offset != dec(p2).Offset {
 			t.Errorf("position %+v, want %+v (before the INSERT of 3)", pos, p2)
 		}
 		// The next chunk sees it, at a later position.
@@ -430,7 +432,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := now(); !slices.Equal(ids(rows), []int32{3}) || pos3.File != p.File || pos3.Offset != p.Offset || chunkCmpPos(t, pos3, pos) <= 0 {
+		if p := now(); !slices.Equal(ids(rows), []int32{3}) || dec(pos3).File != dec(p).File || dec(pos3).Offset != dec(p).Offset || chunkCmpPos(t, pos3, pos) <= 0 {
 			t.Errorf("after 2: rows %v at %+v, want [3] at %+v", ids(rows), pos3, now())
 		}
 	})
@@ -438,7 +440,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 	t.Run("mysql_high_watermark", func(t *testing.T) {
 		// The MySQL path on MariaDB: no snapshot position is asked for; the
 		// position is read after the SELECT.
-		r := NewChunkReader(src, cdcsync.FlavorMySQL, "uuid-2", nil, 1)
+		r := NewChunkReader(src, binlogpos.FlavorMySQL, "uuid-2", nil, 1)
 		defer r.Close()
 		rdbExec(t, root, "INSERT INTO ck.t_pos VALUES (4)")
 		p4 := now()
@@ -449,7 +451,7 @@ func chunkPositions(t *testing.T, root *client.Conn, src *config.Source) {
 		if !slices.Contains(ids(rows), 4) {
 			t.Errorf("rows %v lack 4", ids(rows))
 		}
-		if chunkCmpPos(t, pos, p4) < 0 || pos.Flavor != cdcsync.FlavorMySQL || pos.ServerUUID != "uuid-2" {
+		if chunkCmpPos(t, pos, p4) < 0 || dec(pos).Flavor != binlogpos.FlavorMySQL || dec(pos).ServerUUID != "uuid-2" {
 			t.Errorf("position %+v is not at or after %+v", pos, p4)
 		}
 		r.afterBegin = func() { rdbExec(t, root, "INSERT INTO ck.t_pos VALUES (5)") }
@@ -505,7 +507,7 @@ func chunkPool(t *testing.T, db *testenv.MariaDB, root *client.Conn) {
 	ts := chunkLoad(t, root, "ck", "t_int")
 	full := chunkFullSelect(t, rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword), ts, nil)
 
-	r := NewChunkReader(src, cdcsync.FlavorMariaDB, "", nil, 2)
+	r := NewChunkReader(src, binlogpos.FlavorMariaDB, "", nil, 2)
 	if n := len(conns()); n != 0 {
 		t.Fatalf("%d connections before the first call; the pool opens them lazily", n)
 	}
@@ -564,7 +566,7 @@ func chunkPool(t *testing.T, db *testenv.MariaDB, root *client.Conn) {
 	}
 
 	// A cancelled call closes its connection; the next call opens another.
-	r = NewChunkReader(src, cdcsync.FlavorMariaDB, "", nil, 1)
+	r = NewChunkReader(src, binlogpos.FlavorMariaDB, "", nil, 1)
 	defer r.Close()
 	cctx, cancel := context.WithCancel(ctx)
 	r.afterBegin = cancel
@@ -607,7 +609,7 @@ func chunkPool(t *testing.T, db *testenv.MariaDB, root *client.Conn) {
 
 func chunkEstimate(t *testing.T, root *client.Conn, src *config.Source) {
 	ctx := context.Background()
-	r := NewChunkReader(src, cdcsync.FlavorMariaDB, "", nil, 1)
+	r := NewChunkReader(src, binlogpos.FlavorMariaDB, "", nil, 1)
 	defer r.Close()
 	rdbExec(t, root, "CREATE TABLE ck.t_est (id INT PRIMARY KEY)")
 	var vals []string

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"reflect"
 	"strings"
@@ -375,7 +377,7 @@ func TestChunkValueOf(t *testing.T) {
 // reader connects to nothing here (the source's port is closed).
 func TestChunkReaderArguments(t *testing.T) {
 	src := rdbSource("127.0.0.1", 1, "nobody", "")
-	r := NewChunkReader(src, cdcsync.FlavorMariaDB, "", nil, 0)
+	r := NewChunkReader(src, binlogpos.FlavorMariaDB, "", nil, 0)
 	defer r.Close()
 	ctx := context.Background()
 	ts := chunkSchema(chunkCol(t, "id", "int", "int(11)", ""))
@@ -411,4 +413,20 @@ func TestChunkReaderArguments(t *testing.T) {
 	if _, _, err := r.NextBound(ctx, ts, "", 3); err == nil || !strings.Contains(err.Error(), "the chunk reader is closed") {
 		t.Errorf("after Close: %v", err)
 	}
+}
+
+// withSet is p with the GTID set set.
+func withSet(p cdcsync.Position, set string) cdcsync.Position {
+	q := dec(p)
+	q.GTIDSet = set
+	return q.Position()
+}
+
+// dec reads a position the capture made.
+func dec(p cdcsync.Position) binlogpos.Pos {
+	q, err := binlogpos.Decode(p)
+	if err != nil {
+		panic(err)
+	}
+	return q
 }

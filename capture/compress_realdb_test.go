@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"strings"
@@ -28,8 +30,8 @@ func TestMariaDBCompressedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")}
-	cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+	start := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")}.Position()
+	cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}, SchemaPos: map[cdcsync.TableID]cdcsync.Position{id: start}}
 	out := make(chan *cdcsync.Txn, 64)
 	errc := make(chan error, 1)

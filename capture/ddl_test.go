@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -34,7 +36,7 @@ func ddlBase(t *testing.T) *cdcsync.TableSchema {
 
 func alterOf(t *testing.T, s *cdcsync.TableSchema, q string, mode ddlparse.SQLMode) *alterResult {
 	t.Helper()
-	st, err := ddlparse.Parse(q, "db", cdcsync.FlavorMariaDB, mode)
+	st, err := ddlparse.Parse(q, "db", binlogpos.FlavorMariaDB, mode)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
@@ -157,7 +159,7 @@ func TestApplyAlterColumns(t *testing.T) {
 		t.Errorf("drop pk: %v", res.schema.PrimaryKey)
 	}
 	// Statements that do not apply.
-	st, _ := ddlparse.Parse("ALTER TABLE t DROP COLUMN nope", "db", cdcsync.FlavorMariaDB, strict)
+	st, _ := ddlparse.Parse("ALTER TABLE t DROP COLUMN nope", "db", binlogpos.FlavorMariaDB, strict)
 	if _, err := applyAlter(s, "", st.Specs, strict, false); !errors.Is(err, errNotUnderstood) {
 		t.Errorf("drop of a missing column: %v", err)
 	}
@@ -170,7 +172,7 @@ func TestSchemaFromStatements(t *testing.T) {
 	st, err := ddlparse.Parse("CREATE TABLE `_t_new` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  `v` varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci DEFAULT 'x',\n"+
 		"  `p` decimal(12,2) unsigned NOT NULL DEFAULT 0.00 COMMENT 'price',\n  `ts` timestamp(3) NOT NULL DEFAULT current_timestamp(3) ON UPDATE current_timestamp(3),\n"+
 		"  PRIMARY KEY (`id`),\n  KEY `k` (`v`(10)),\n  CONSTRAINT `c` CHECK (`p` >= 0)\n) ENGINE=InnoDB AUTO_INCREMENT=5 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
-		"db", cdcsync.FlavorMariaDB, m)
+		"db", binlogpos.FlavorMariaDB, m)
 	if err != nil || st.Kind != ddlparse.StmtCreate || st.Create == nil {
 		t.Fatalf("create: %+v %v", st, err)
 	}
@@ -182,7 +184,7 @@ func TestSchemaFromStatements(t *testing.T) {
 		t.Errorf("p: %+v", c)
 	}
 	// MariaDB JSON is LONGTEXT.
-	st, _ = ddlparse.Parse("ALTER TABLE t ADD j JSON", "db", cdcsync.FlavorMariaDB, m)
+	st, _ = ddlparse.Parse("ALTER TABLE t ADD j JSON", "db", binlogpos.FlavorMariaDB, m)
 	if c, err := columnFromDef(st.Specs[0].Column, ""); err != nil || c.DataType != "longtext" || c.Kind != cdcsync.KindString {
 		t.Errorf("json: %+v %v", c, err)
 	}
@@ -194,8 +196,8 @@ func ddlReader(t *testing.T, cfgYAML string) *reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &reader{cfg: StreamConfig{Source: &cfg.Source, DDL: cfg, Flavor: cdcsync.FlavorMariaDB,
-		Start:   cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-1"},
+	r := &reader{cfg: StreamConfig{Source: &cfg.Source, DDL: cfg, Flavor: binlogpos.FlavorMariaDB,
+		Start:   binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-1"}.Position(),
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{{Database: "db", Table: "t"}: ddlBase(t)}}}
 	r.initTracking()
 	return r

@@ -75,13 +75,11 @@ func (r *reader) initTracking() {
 
 // probe is a transaction that ends at the current event, for Covers.
 func (r *reader) probe(h *replication.EventHeader) *cdcsync.Txn {
-	p := &cdcsync.Txn{Pos: r.position()}
+	at := r.position()
 	if h != nil && h.LogPos > 0 {
-		p.Pos.Offset = h.LogPos
+		at.Offset = h.LogPos
 	}
-	if !r.cfg.Start.UsesGTID() {
-		p.Pos.GTIDSet = ""
-	}
+	p := &cdcsync.Txn{Pos: r.mark(at).Position()}
 	if r.txn != nil {
 		p.GTID = r.txn.GTID
 	}
@@ -799,7 +797,12 @@ func (r *reader) eventAt(h *replication.EventHeader) string {
 // CurrentPosition reads the server's current binlog position: its file and
 // offset, and its GTID set.
 func CurrentPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID string) (cdcsync.Position, error) {
-	pos := cdcsync.Position{Flavor: flavor, ServerUUID: serverUUID}
+	pos, err := currentPos(conn, flavor, serverUUID)
+	return pos.Position(), err
+}
+
+func currentPos(conn *client.Conn, flavor, serverUUID string) (binlogpos.Pos, error) {
+	pos := binlogpos.Pos{Flavor: flavor, ServerUUID: serverUUID}
 	res, err := conn.Execute("SHOW BINARY LOG STATUS") // MySQL 8.4 renamed SHOW MASTER STATUS
 	if err != nil {
 		if res, err = conn.Execute("SHOW MASTER STATUS"); err != nil {
@@ -812,7 +815,7 @@ func CurrentPosition(ctx context.Context, conn *client.Conn, flavor, serverUUID 
 	pos.File, _ = res.GetString(0, 0)
 	off, _ := res.GetUint(0, 1)
 	pos.Offset = uint32(off)
-	if flavor == cdcsync.FlavorMariaDB {
+	if flavor == binlogpos.FlavorMariaDB {
 		r, err := conn.Execute("SELECT @@gtid_binlog_pos")
 		if err != nil {
 			return pos, fmt.Errorf("read the GTID position: %w", err)

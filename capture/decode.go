@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -178,12 +180,12 @@ func decBadType(c *cdcsync.Column, path string, v any) error {
 // profiles of the catch-up showed allocation and GC as the largest cost of
 // decoding after the DECIMAL formatting (see docs/performance.md).
 func DecodeBinlogRow(s *cdcsync.TableSchema, values []any) (cdcsync.Row, error) {
-	return decodeBinlogRow(s, values, nil, cdcsync.Position{})
+	return decodeBinlogRow(s, values, nil, binlogpos.Pos{})
 }
 
 // decodeBinlogRow is DecodeBinlogRow applying policy p (see ValuePolicy)
 // to values Iceberg cannot hold.
-func decodeBinlogRow(s *cdcsync.TableSchema, values []any, p *ValuePolicy, pos cdcsync.Position) (cdcsync.Row, error) {
+func decodeBinlogRow(s *cdcsync.TableSchema, values []any, p *ValuePolicy, pos binlogpos.Pos) (cdcsync.Row, error) {
 	if len(values) != len(s.Columns) {
 		return nil, fmt.Errorf("a binlog row of %s has %d columns but its schema has %d: the table changed without cdcsync seeing the DDL, or binlog_row_image is not FULL", s.ID, len(values), len(s.Columns))
 	}
@@ -261,11 +263,11 @@ func decBinlogFast(c *cdcsync.Column, v any, a *decArena) (any, bool) {
 // row's text in one buffer, and it parses dates and times from go-mysql's
 // buffer without copying them first.
 func DecodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue) (cdcsync.Row, error) {
-	return decodeSnapshotRow(s, values, nil, cdcsync.Position{})
+	return decodeSnapshotRow(s, values, nil, binlogpos.Pos{})
 }
 
 // decodeSnapshotRow is DecodeSnapshotRow applying policy p.
-func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *ValuePolicy, pos cdcsync.Position) (cdcsync.Row, error) {
+func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *ValuePolicy, pos binlogpos.Pos) (cdcsync.Row, error) {
 	if len(values) != len(s.Columns) {
 		return nil, fmt.Errorf("a SELECT of %s returned %d columns but its schema has %d: select SelectList(schema)", s.ID, len(values), len(s.Columns))
 	}

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -427,7 +429,7 @@ func TestValuePolicy(t *testing.T) {
 	snapRow := func(id int64) []mysql.FieldValue {
 		return []mysql.FieldValue{decFVSigned(id), decFVText("0000-00-00"), decFVText("2024-02-30"), decFVText("0000-00-00 00:00:00.000"), decFVText("0000-00-00 00:00:00")}
 	}
-	pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-42"}
+	pos := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-42"}
 
 	// The default is an error, with or without a ValuePolicy.
 	for _, p := range []*ValuePolicy{nil, NewValuePolicy(config.Types{}, nil, nil)} {

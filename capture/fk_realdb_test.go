@@ -113,7 +113,7 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+	start, err := CurrentPosition(ctx, root, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +138,13 @@ func TestStreamFollowsForeignKeys(t *testing.T) {
 		server = append(server, k)
 	}
 	rdbExec(t, root, "ALTER TABLE fks.c RENAME COLUMN p TO p2")
-	end, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+	end, err := CurrentPosition(ctx, root, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	read := func(keys cdcsync.TableKeys, stopAtEnd bool) ([]cdcsync.SchemaChange, error) {
-		cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start, Horizon: start, ForeignKeys: true,
+		cfg := StreamConfig{Source: src, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start, Horizon: start, ForeignKeys: true,
 			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{c: schema}, Keys: map[cdcsync.TableID]cdcsync.TableKeys{c: keys}}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

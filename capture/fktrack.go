@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"fmt"
 	"regexp"
@@ -179,7 +181,7 @@ func (r *reader) keyName(id cdcsync.TableID, fk *ddlparse.ForeignKeyDef, keys []
 	switch {
 	case fk.Name != "":
 		return fk.Name
-	case fk.Index != "" && r.cfg.Flavor == cdcsync.FlavorMariaDB:
+	case fk.Index != "" && r.cfg.Flavor == binlogpos.FlavorMariaDB:
 		return fk.Index
 	}
 	prefix := strings.ToLower(id.Table) + "_ibfk_"

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"regexp"
@@ -16,7 +18,7 @@ import (
 // layer applies them); MariaDB (MDEV-38243) and earlier MySQL apply them
 // inside InnoDB, where the binlog never sees them.
 func CascadesLogged(flavor, version string) bool {
-	return flavor == cdcsync.FlavorMySQL && !pfVersionLess(version, "9.6")
+	return flavor == binlogpos.FlavorMySQL && !pfVersionLess(version, "9.6")
 }
 
 // ForeignKeys reads the foreign keys of the tables ids, from SHOW CREATE

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"fmt"
 	"path"
@@ -118,17 +120,17 @@ const fxServer = "fixture" // ServerUUID of file/offset positions
 const fxAnonymous = ""
 
 func fxFilePos(file string, off uint32) cdcsync.Position {
-	return cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: file, Offset: off, ServerUUID: fxServer}
+	return binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, File: file, Offset: off, ServerUUID: fxServer}.Position()
 }
 
 func fxGTIDPos(set string) cdcsync.Position {
-	return cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: set}
+	return binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, GTIDSet: set}.Position()
 }
 
 // fxShowPos shows every field of a position (its String hides the file and
 // offset of a GTID position).
 func fxShowPos(p cdcsync.Position) string {
-	return fmt.Sprintf("{GTID set %q, %s:%d, server %q}", p.GTIDSet, p.File, p.Offset, p.ServerUUID)
+	return fmt.Sprintf("{GTID set %q, %s:%d, server %q}", dec(p).GTIDSet, dec(p).File, dec(p).Offset, dec(p).ServerUUID)
 }
 
 func fxIns(table string, after ...any) fxChange {
@@ -184,8 +186,8 @@ func (tb *fxTable) schema(t *testing.T) *cdcsync.TableSchema {
 
 func (c *fxCase) run(t *testing.T) {
 	base := path.Base(c.file)
-	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, ServerUUID: fxServer,
-		Start:     cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: c.gtidSet, File: base, Offset: 4, ServerUUID: fxServer},
+	cfg := StreamConfig{Flavor: binlogpos.FlavorMySQL, ServerUUID: fxServer,
+		Start:     binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, GTIDSet: c.gtidSet, File: base, Offset: 4, ServerUUID: fxServer}.Position(),
 		Schemas:   map[cdcsync.TableID]*cdcsync.TableSchema{},
 		SchemaPos: map[cdcsync.TableID]cdcsync.Position{},
 		Source:    &config.Source{Include: c.include},
@@ -241,7 +243,7 @@ func (c *fxCase) checkTxn(t *testing.T, i int, got *cdcsync.Txn, want *fxTxn, sc
 	at := fmt.Sprintf("%s: transaction %d (ending at %d)", c.file, i+1, want.end)
 	wantPos := fxFilePos(path.Base(c.file), want.end)
 	if c.gtidSet != "" {
-		wantPos.GTIDSet = want.set
+		wantPos = withSet(wantPos, want.set)
 	}
 	if got.Pos != wantPos {
 		t.Errorf("%s: position %s, want %s", at, fxShowPos(got.Pos), fxShowPos(wantPos))
@@ -542,7 +544,7 @@ func perconaBinlog2NewTable() fxCase {
 // XID ending at 473), ROTATE to binlog.000004; read from the GTID set.
 func perconaBinlog3() fxCase {
 	last := fxFilePos("binlog.000004", 4)
-	last.GTIDSet = perconaUUID + ":1-3"
+	last = withSet(last, perconaUUID+":1-3")
 	return fxCase{
 		file:    "percona-server-mysql-operator/binlog.000003",
 		gtidSet: perconaUUID + ":1-2",
@@ -600,7 +602,7 @@ func invisibleColumns() fxCase {
 func previousGTIDsNoTag() fxCase {
 	const set = "b9b88c66-0755-11f1-9899-4a9da94c4d71:1-2"
 	last := fxFilePos("binlog.000008", 4)
-	last.GTIDSet = set
+	last = withSet(last, set)
 	return fxCase{file: "binlog_transaction_previous_GTID_no_tag.000001", gtidSet: set, last: &last}
 }
 
@@ -614,7 +616,7 @@ func previousGTIDsNoTag() fxCase {
 func taggedGTID() fxCase {
 	const uuid = "55778904-0299-11f1-b1b8-4ef0c4956feb"
 	last := fxFilePos("binlog.000005", 4)
-	last.GTIDSet = uuid + ":1-13:mytag:1-3"
+	last = withSet(last, uuid+":1-13:mytag:1-3")
 	return fxCase{
 		file:    "binlog_transaction_with_GTID_TAG.000001",
 		gtidSet: uuid + ":1-13:mytag:1-2",

@@ -33,7 +33,7 @@ func readFixture(t *testing.T, name string, cfg StreamConfig) []*cdcsync.Txn {
 func decodeFixture(name string, cfg StreamConfig) ([]*cdcsync.Txn, error) {
 	// The parser gets the stream's decoding options, as NewBinlogSyncer
 	// passes them to its own.
-	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{Flavor: cdcsync.FlavorMySQL})
+	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{Flavor: binlogpos.FlavorMySQL})
 	p := replication.NewBinlogParser()
 	p.SetFlavor(sc.Flavor)
 	p.SetParseTime(sc.ParseTime)
@@ -50,10 +50,12 @@ func decodeFixture(name string, cfg StreamConfig) ([]*cdcsync.Txn, error) {
 	// each image against go-mysql's decoding).
 	p.SetRowsEventDecodeFunc(deferRows)
 	cfg.CheckRowImages = true
-	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
-	r.initTracking()
+	r, err := newReader(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var out []*cdcsync.Txn
-	err := p.ParseFile(filepath.Join("testdata", "mysql8", name), 4, func(ev *replication.BinlogEvent) error {
+	err = p.ParseFile(filepath.Join("testdata", "mysql8", name), 4, func(ev *replication.BinlogEvent) error {
 		txn, err := r.handle(ev)
 		if txn != nil {
 			out = append(out, txn)
@@ -75,8 +77,8 @@ func TestCompressedTransaction(t *testing.T) {
 	schema := &cdcsync.TableSchema{ID: id, Columns: []cdcsync.Column{
 		{Name: "a", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32},
 	}, PrimaryKey: []int{0}}
-	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, ServerUUID: "fixture",
-		Start:   cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: "transaction_compression.000001", Offset: 4},
+	cfg := StreamConfig{Flavor: binlogpos.FlavorMySQL, ServerUUID: "fixture",
+		Start:   binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, File: "transaction_compression.000001", Offset: 4}.Position(),
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
 	txns := readFixture(t, "transaction_compression.000001", cfg)
 	var changes []cdcsync.Change
@@ -93,7 +95,7 @@ func TestCompressedTransaction(t *testing.T) {
 	if _, ok := c.After[0].(int32); !ok {
 		t.Fatalf("value %#v, want an int32", c.After[0])
 	}
-	if txns[0].Pos.Offset <= 4 || txns[0].Pos.File != "transaction_compression.000001" {
+	if dec(txns[0].Pos).Offset <= 4 || dec(txns[0].Pos).File != "transaction_compression.000001" {
 		t.Errorf("the transaction ends at %s, want the end of its payload event", txns[0].Pos)
 	}
 	t.Logf("transaction at %s: %v", txns[0].Pos, c.After)
@@ -113,10 +115,10 @@ func TestCompressedTransactionCatchingUp(t *testing.T) {
 		committed uint32
 		want      int
 	}{{431, 0}, {430, 1}, {200, 1}} {
-		cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, ServerUUID: "fixture",
-			Start:     cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: file, Offset: 4},
+		cfg := StreamConfig{Flavor: binlogpos.FlavorMySQL, ServerUUID: "fixture",
+			Start:     binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, File: file, Offset: 4}.Position(),
 			Schemas:   map[cdcsync.TableID]*cdcsync.TableSchema{id: schema},
-			Committed: map[cdcsync.TableID]cdcsync.Position{id: {Flavor: cdcsync.FlavorMySQL, File: file, Offset: c.committed, ServerUUID: "fixture"}}}
+			Committed: map[cdcsync.TableID]cdcsync.Position{id: binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, File: file, Offset: c.committed, ServerUUID: "fixture"}.Position()}}
 		n := 0
 		for _, txn := range readFixture(t, file, cfg) {
 			n += len(txn.Changes)
@@ -141,8 +143,8 @@ func TestPartialJSONStopsTable(t *testing.T) {
 		{Name: "name", DataType: "varchar", ColumnType: "varchar(100)", Kind: cdcsync.KindString, Nullable: true},
 		{Name: "age", DataType: "int", ColumnType: "int", Kind: cdcsync.KindInt32, Nullable: true},
 	}, PrimaryKey: []int{0}}
-	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, ServerUUID: "fixture",
-		Start:   cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: "json.binlog.000001", Offset: 4},
+	cfg := StreamConfig{Flavor: binlogpos.FlavorMySQL, ServerUUID: "fixture",
+		Start:   binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, File: "json.binlog.000001", Offset: 4}.Position(),
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
 	txns := readFixture(t, "json.binlog.000001", cfg)
 	ops := map[cdcsync.Op]int{}
@@ -188,8 +190,8 @@ func TestTaggedGTID(t *testing.T) {
 		{Name: "price", DataType: "decimal", ColumnType: "decimal(10,2)", Kind: cdcsync.KindDecimal, Nullable: true, Precision: 10, Scale: 2},
 	}, PrimaryKey: []int{0}}
 	const uuid = "55778904-0299-11f1-b1b8-4ef0c4956feb"
-	start := cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: uuid + ":1-13:mytag:1-2"}
-	cfg := StreamConfig{Flavor: cdcsync.FlavorMySQL, Start: start, Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
+	start := binlogpos.Pos{Flavor: binlogpos.FlavorMySQL, GTIDSet: uuid + ":1-13:mytag:1-2"}.Position()
+	cfg := StreamConfig{Flavor: binlogpos.FlavorMySQL, Start: start, Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
 	txns := readFixture(t, "binlog_transaction_with_GTID_TAG.000001", cfg)
 	if len(txns) != 1 || len(txns[0].Changes) != 1 {
 		t.Fatalf("%d transactions, want the one tagged transaction with its insert", len(txns))

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"math"
@@ -250,7 +252,7 @@ func minMaxTime(conn *client.Conn, flavor, table, col string) (lo, hi time.Time,
 
 // boundedQuery stops q after five seconds on the server.
 func boundedQuery(flavor, q string) string {
-	if flavor == cdcsync.FlavorMariaDB {
+	if flavor == binlogpos.FlavorMariaDB {
 		return "SET STATEMENT max_statement_time = 5 FOR " + q
 	}
 	return strings.Replace(q, "SELECT ", "SELECT /*+ MAX_EXECUTION_TIME(5000) */ ", 1)

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"strings"
 	"testing"
@@ -21,7 +23,7 @@ func TestEstimatePartitionsRealDB(t *testing.T) {
 		"ANALYZE TABLE shop.orders")
 	id := cdcsync.TableID{Database: "shop", Table: "orders"}
 	fields := []config.PartitionField{{Column: "created_at", Transform: config.TransformDay}, {Column: "id", Transform: config.TransformBucket, Param: 8}}
-	est, err := EstimatePartitions(context.Background(), conn, cdcsync.FlavorMariaDB, id, fields)
+	est, err := EstimatePartitions(context.Background(), conn, binlogpos.FlavorMariaDB, id, fields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestEstimatePartitionsRealDB(t *testing.T) {
 	if !est.Warn() || !strings.Contains(est.String(), `partition: ["month(created_at)"]`) || !strings.Contains(est.String(), "created_at spans 10.0 years") {
 		t.Errorf("no warning with a month layout: %s", est.String())
 	}
-	est, err = EstimatePartitions(context.Background(), conn, cdcsync.FlavorMariaDB, id, []config.PartitionField{{Column: "region", Transform: config.TransformIdentity}})
+	est, err = EstimatePartitions(context.Background(), conn, binlogpos.FlavorMariaDB, id, []config.PartitionField{{Column: "region", Transform: config.TransformIdentity}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"log/slog"
 	"sync"
@@ -52,13 +54,13 @@ func NewValuePolicy(t config.Types, log *slog.Logger, count func(table, column, 
 
 // BinlogRow is DecodeBinlogRow with the policies applied; pos is the
 // position of the rows event (for the log).
-func (p *ValuePolicy) BinlogRow(s *cdcsync.TableSchema, values []any, pos cdcsync.Position) (cdcsync.Row, error) {
+func (p *ValuePolicy) BinlogRow(s *cdcsync.TableSchema, values []any, pos binlogpos.Pos) (cdcsync.Row, error) {
 	return decodeBinlogRow(s, values, p, pos)
 }
 
 // SnapshotRow is DecodeSnapshotRow with the policies applied; pos is the
 // position the snapshot is consistent with (for the log).
-func (p *ValuePolicy) SnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, pos cdcsync.Position) (cdcsync.Row, error) {
+func (p *ValuePolicy) SnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, pos binlogpos.Pos) (cdcsync.Row, error) {
 	return decodeSnapshotRow(s, values, p, pos)
 }
 
@@ -81,7 +83,7 @@ func (p *ValuePolicy) policy(k cdcsync.Kind) string {
 // apply decides what to write for a value whose decoding failed with err.
 // It returns the replacement and true when a policy replaced the value;
 // otherwise the caller reports err.
-func (p *ValuePolicy) apply(s *cdcsync.TableSchema, c *cdcsync.Column, err error, pos cdcsync.Position, path string) (any, bool) {
+func (p *ValuePolicy) apply(s *cdcsync.TableSchema, c *cdcsync.Column, err error, pos binlogpos.Pos, path string) (any, bool) {
 	var ve *ValueError
 	if !errors.As(err, &ve) || (ve.Reason != ReasonZeroDate && ve.Reason != ReasonInvalidDate) {
 		return nil, false

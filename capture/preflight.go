@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"errors"
 	"fmt"
@@ -58,8 +60,8 @@ const (
 	MinMariaDBVersion = "10.6"
 )
 
-// ServerFlavor tells MariaDB (cdcsync.FlavorMariaDB) from MySQL and its
-// forks (cdcsync.FlavorMySQL) by @@version and @@version_comment, and
+// ServerFlavor tells MariaDB (binlogpos.FlavorMariaDB) from MySQL and its
+// forks (binlogpos.FlavorMySQL) by @@version and @@version_comment, and
 // returns the numeric version ("10.11.19", "8.0.36").
 func ServerFlavor(ctx context.Context, conn *client.Conn) (flavor string, version string, err error) {
 	r, err := connQuery(ctx, conn, "SELECT @@version, @@version_comment")
@@ -70,9 +72,9 @@ func ServerFlavor(ctx context.Context, conn *client.Conn) (flavor string, versio
 		return "", "", errors.New("read the server version: SELECT @@version returned no row")
 	}
 	v, comment := connText(r.Values[0][0]), connText(r.Values[0][1])
-	flavor = cdcsync.FlavorMySQL
+	flavor = binlogpos.FlavorMySQL
 	if strings.Contains(strings.ToLower(v+" "+comment), "mariadb") {
-		flavor = cdcsync.FlavorMariaDB
+		flavor = binlogpos.FlavorMariaDB
 	}
 	return flavor, pfNumericVersion(v), nil
 }
@@ -175,7 +177,7 @@ func (p *pfRun) warn(check, format string, args ...any) {
 }
 
 func (p *pfRun) serverName() string {
-	if p.flavor == cdcsync.FlavorMariaDB {
+	if p.flavor == binlogpos.FlavorMariaDB {
 		return "MariaDB"
 	}
 	return "MySQL"
@@ -214,7 +216,7 @@ func (p *pfRun) checkTLS() {
 
 func (p *pfRun) checkVersion() {
 	min := MinMySQLVersion
-	if p.flavor == cdcsync.FlavorMariaDB {
+	if p.flavor == binlogpos.FlavorMariaDB {
 		min = MinMariaDBVersion
 	}
 	if p.version == "" || pfVersionLess(p.version, min) {
@@ -243,7 +245,7 @@ func (p *pfRun) checkVar(check, name string, good func(string) bool, want, why, 
 // binlog_row_metadata=MINIMAL), SET GLOBAL plus the configuration file on
 // MariaDB and MySQL 5.7.
 func (p *pfRun) setPersistently(name, value string) string {
-	if p.flavor == cdcsync.FlavorMySQL && !pfVersionLess(p.version, "8.0") {
+	if p.flavor == binlogpos.FlavorMySQL && !pfVersionLess(p.version, "8.0") {
 		return fmt.Sprintf("SET PERSIST %s='%s'", name, value)
 	}
 	return fmt.Sprintf("SET GLOBAL %s='%s' (and %s=%s in my.cnf)", name, value, name, value)
@@ -305,7 +307,7 @@ func (p *pfRun) checkServerID() {
 }
 
 func (p *pfRun) checkGTID() {
-	if p.flavor == cdcsync.FlavorMariaDB {
+	if p.flavor == binlogpos.FlavorMariaDB {
 		if v := strings.ToUpper(p.vars["gtid_strict_mode"]); v == "ON" || v == "1" {
 			p.ok("gtid", "MariaDB always writes GTIDs; positions are GTIDs, and gtid_strict_mode is ON")
 			return
@@ -546,7 +548,7 @@ func (p *pfRun) checkPrivileges() error {
 // replClientPriv names the privilege for SHOW MASTER STATUS / SHOW BINARY
 // LOGS: REPLICATION CLIENT, called BINLOG MONITOR by MariaDB 10.5 and later.
 func (p *pfRun) replClientPriv() string {
-	if p.flavor == cdcsync.FlavorMariaDB && !pfVersionLess(p.version, "10.5") {
+	if p.flavor == binlogpos.FlavorMariaDB && !pfVersionLess(p.version, "10.5") {
 		return "BINLOG MONITOR"
 	}
 	return "REPLICATION CLIENT"

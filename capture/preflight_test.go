@@ -1,10 +1,10 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"reflect"
 	"testing"
-
-	"github.com/cdcsync/cdcsync"
 )
 
 func TestPfParseGrant(t *testing.T) {
@@ -134,10 +134,10 @@ func TestFailed(t *testing.T) {
 // elsewhere.
 func TestSetPersistently(t *testing.T) {
 	for _, c := range []struct{ flavor, version, want string }{
-		{cdcsync.FlavorMySQL, "8.4.3", "SET PERSIST binlog_row_metadata='FULL'"},
-		{cdcsync.FlavorMySQL, "8.0.36", "SET PERSIST binlog_row_metadata='FULL'"},
-		{cdcsync.FlavorMySQL, "5.7.44", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
-		{cdcsync.FlavorMariaDB, "10.11.9", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
+		{binlogpos.FlavorMySQL, "8.4.3", "SET PERSIST binlog_row_metadata='FULL'"},
+		{binlogpos.FlavorMySQL, "8.0.36", "SET PERSIST binlog_row_metadata='FULL'"},
+		{binlogpos.FlavorMySQL, "5.7.44", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
+		{binlogpos.FlavorMariaDB, "10.11.9", "SET GLOBAL binlog_row_metadata='FULL' (and binlog_row_metadata=FULL in my.cnf)"},
 	} {
 		p := &pfRun{flavor: c.flavor, version: c.version}
 		if got := p.setPersistently("binlog_row_metadata", "FULL"); got != c.want {

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,19 +10,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cdcsync/cdcsync/config"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
-
-	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/config"
 )
 
 // BinlogProbe is what ProbeBinlog saw.
 type BinlogProbe struct {
-	Pos    cdcsync.Position // where it asked for the binlog: the server's current position
-	Events []string         // the types of the first events the server sent
-	TLS    TLSState         // how the binlog connection was encrypted
+	Pos    binlogpos.Pos // where it asked for the binlog: the server's current position
+	Events []string      // the types of the first events the server sent
+	TLS    TLSState      // how the binlog connection was encrypted
 	// Busy says why the probe did not read (a replica with the configured
 	// server_id, or this account, is reading the binlog already); "" when
 	// it read.
@@ -42,7 +42,7 @@ func ProbeBinlog(ctx context.Context, src *config.Source) (*BinlogProbe, error) 
 	}
 	defer conn.Close()
 	pr := &BinlogProbe{}
-	if pr.Pos, err = CurrentPosition(ctx, conn, flavor, uuid); err != nil {
+	if pr.Pos, err = currentPos(conn, flavor, uuid); err != nil {
 		return nil, err
 	}
 	if pr.Busy = binlogReaders(ctx, conn, src.ServerID); pr.Busy != "" {
@@ -79,7 +79,7 @@ func ProbeBinlog(ctx context.Context, src *config.Source) (*BinlogProbe, error) 
 // probeEvents asks for the binlog at pos and returns the types of the
 // events up to the first FORMAT_DESCRIPTION_EVENT, which every binlog dump
 // sends first (after a ROTATE_EVENT naming the file).
-func probeEvents(ctx context.Context, syncCfg replication.BinlogSyncerConfig, pos cdcsync.Position) ([]string, error) {
+func probeEvents(ctx context.Context, syncCfg replication.BinlogSyncerConfig, pos binlogpos.Pos) ([]string, error) {
 	syncer := replication.NewBinlogSyncer(syncCfg)
 	defer syncer.Close()
 	var (
@@ -88,7 +88,7 @@ func probeEvents(ctx context.Context, syncCfg replication.BinlogSyncerConfig, po
 	)
 	if pos.UsesGTID() {
 		var set mysql.GTIDSet
-		if syncCfg.Flavor == cdcsync.FlavorMariaDB {
+		if syncCfg.Flavor == binlogpos.FlavorMariaDB {
 			set, err = mysql.ParseMariadbGTIDSet(pos.GTIDSet)
 		} else {
 			set, err = mysql.ParseMysqlGTIDSet(pos.GTIDSet)

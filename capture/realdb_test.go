@@ -5,6 +5,8 @@ package capture
 // checks find what they should, connections, TLS and schemas.
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -138,7 +140,7 @@ func rdbLagProbe(t *testing.T, db *testenv.MariaDB) {
 	}
 	file, _ := r.GetString(0, 0)
 	off, _ := r.GetInt(0, 1)
-	pos := cdcsync.Position{File: file, Offset: uint32(off)}
+	pos := binlogpos.Pos{File: file, Offset: uint32(off)}.Position()
 
 	probe := NewLagProbe(rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword))
 	defer probe.Close()
@@ -165,7 +167,7 @@ func rdbLagProbe(t *testing.T, db *testenv.MariaDB) {
 	if n, err := probe.Bytes(ctx, pos); err != nil || n < 5000 {
 		t.Fatalf("after its connection was killed: %d bytes behind (%v)", n, err)
 	}
-	if _, err := probe.Bytes(ctx, cdcsync.Position{File: "binlog.999999", Offset: 4}); err == nil || !strings.Contains(err.Error(), "no longer on the server") {
+	if _, err := probe.Bytes(ctx, binlogpos.Pos{File: "binlog.999999", Offset: 4}.Position()); err == nil || !strings.Contains(err.Error(), "no longer on the server") {
 		t.Errorf("a purged file: %v, want an error saying it is gone", err)
 	}
 }
@@ -437,11 +439,11 @@ func rdbFidelity(t *testing.T, host string, port int, dbName string) {
 	}
 	// With policies, both paths write the same replacement.
 	pol := NewValuePolicy(config.Types{ZeroDate: config.TypeToNull, ZeroDatetime: config.TypeToEpoch, ZeroTimestamp: config.TypeToNull}, nil, nil)
-	zb, err := pol.BinlogRow(zschema, zraw, cdcsync.Position{})
+	zb, err := pol.BinlogRow(zschema, zraw, binlogpos.Pos{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	zs, err := pol.SnapshotRow(zschema, zsnap, cdcsync.Position{})
+	zs, err := pol.SnapshotRow(zschema, zsnap, binlogpos.Pos{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -910,7 +912,7 @@ func rdbPreflightTests(t *testing.T, db *testenv.MariaDB) {
 
 	// ServerFlavor.
 	flavor, version, err := ServerFlavor(ctx, repl)
-	if err != nil || flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(version, "10.") {
+	if err != nil || flavor != binlogpos.FlavorMariaDB || !strings.HasPrefix(version, "10.") {
 		t.Errorf("ServerFlavor = %s %s %v", flavor, version, err)
 	}
 }

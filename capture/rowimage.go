@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -679,7 +681,7 @@ func decIntParts(c *cdcsync.Column, signed bool, sv int64, uv uint64) (u uint64,
 
 // checkImages compares the images the fast path decoded with those
 // go-mysql's path decodes (StreamConfig.CheckRowImages).
-func checkImages(s *cdcsync.TableSchema, e *replication.RowsEvent, body deferredRows, images []cdcsync.Row, p *ValuePolicy, pos cdcsync.Position) error {
+func checkImages(s *cdcsync.TableSchema, e *replication.RowsEvent, body deferredRows, images []cdcsync.Row, p *ValuePolicy, pos binlogpos.Pos) error {
 	if err := decodeDeferred(e, body); err != nil {
 		return fmt.Errorf("check the row images of %s: go-mysql cannot decode the event: %w", s.ID, err)
 	}

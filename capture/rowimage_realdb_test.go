@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -137,7 +139,7 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		}
 		fast++
 		images += len(imgs)
-		if err := checkImages(s, e, body, imgs, nil, cdcsync.Position{}); err != nil {
+		if err := checkImages(s, e, body, imgs, nil, binlogpos.Pos{}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -166,7 +168,7 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		if !ok {
 			t.Fatal("a valid row of z went to go-mysql's path")
 		}
-		if err := checkImages(z, e, body, imgs, nil, cdcsync.Position{}); err != nil {
+		if err := checkImages(z, e, body, imgs, nil, binlogpos.Pos{}); err != nil {
 			t.Error(err)
 		}
 		want := cdcsync.Row{int32(4), int32(19782), int64(1709251199999999), int64(2147483647000000)}

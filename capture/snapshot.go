@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"strings"
@@ -16,7 +18,7 @@ import (
 // one consistent-snapshot transaction whose position is known exactly.
 type Snapshotter struct {
 	conn *client.Conn
-	pos  cdcsync.Position
+	pos  binlogpos.Pos
 	// Values applies the types: policies; nil means the defaults.
 	Values *ValuePolicy
 }
@@ -49,8 +51,8 @@ func (s *Snapshotter) begin(ctx context.Context, flavor, serverUUID string) erro
 			return fmt.Errorf("prepare the snapshot session (%s): %w", q, err)
 		}
 	}
-	s.pos = cdcsync.Position{Flavor: flavor, ServerUUID: serverUUID}
-	if flavor == cdcsync.FlavorMariaDB {
+	s.pos = binlogpos.Pos{Flavor: flavor, ServerUUID: serverUUID}
+	if flavor == binlogpos.FlavorMariaDB {
 		if _, err := s.conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 			return fmt.Errorf("start the snapshot transaction: %w", err)
 		}
@@ -94,7 +96,7 @@ func (s *Snapshotter) begin(ctx context.Context, flavor, serverUUID string) erro
 }
 
 // Position is the binlog position the snapshot is consistent with.
-func (s *Snapshotter) Position() cdcsync.Position { return s.pos }
+func (s *Snapshotter) Position() cdcsync.Position { return s.pos.Position() }
 
 // Copy streams every row of the table, decoded, to add.
 func (s *Snapshotter) Copy(ctx context.Context, ts *cdcsync.TableSchema, add func(cdcsync.Row) error) error {

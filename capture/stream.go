@@ -25,7 +25,7 @@ import (
 // StreamConfig says what to read from the binlog and from where.
 type StreamConfig struct {
 	Source     *config.Source
-	Flavor     string // cdcsync.FlavorMariaDB or FlavorMySQL
+	Flavor     string // binlogpos.FlavorMariaDB or FlavorMySQL
 	ServerUUID string // identity of the server, for file/offset positions
 	Start      cdcsync.Position
 	Schemas    map[cdcsync.TableID]*cdcsync.TableSchema
@@ -123,8 +123,10 @@ func Stream(ctx context.Context, cfg StreamConfig, out chan<- *cdcsync.Txn) erro
 	if os.Getenv("CDCSYNC_CHECK_ROW_IMAGES") == "1" {
 		cfg.CheckRowImages = true
 	}
-	r := &reader{cfg: cfg, gtids: cfg.Start.GTIDSet, file: cfg.Start.File, pos: cfg.Start.Offset}
-	r.initTracking()
+	r, err := newReader(cfg)
+	if err != nil {
+		return err
+	}
 	failed, streamed := 0, false
 	for {
 		read, progressed, err := r.follow(ctx, syncCfg, out)
@@ -267,9 +269,9 @@ func (r *reader) follow(ctx context.Context, syncCfg replication.BinlogSyncerCon
 	syncer := replication.NewBinlogSyncer(syncCfg)
 	defer syncer.Close()
 	var streamer *replication.BinlogStreamer
-	if cfg.Start.UsesGTID() {
+	if r.gtid {
 		var set mysql.GTIDSet
-		if cfg.Flavor == cdcsync.FlavorMariaDB {
+		if cfg.Flavor == binlogpos.FlavorMariaDB {
 			set, err = mysql.ParseMariadbGTIDSet(r.gtids)
 		} else {
 			set, err = mysql.ParseMysqlGTIDSet(r.gtids)
@@ -403,6 +405,7 @@ const eventCacheCount = 256
 // reader assembles binlog events into transactions.
 type reader struct {
 	cfg   StreamConfig
+	gtid  bool   // positions are GTID sets (the start position is one)
 	gtids string // GTID set up to the last finished transaction
 	file  string
 	pos   uint32
@@ -418,15 +421,35 @@ type reader struct {
 	stopped map[cdcsync.TableID]bool
 	keys    map[cdcsync.TableID]*cdcsync.TableKeys // fktrack.go
 	restart error                                  // returned once the open transaction is sent
-	marked  cdcsync.Position                       // the last progress marker's position
+	marked  binlogpos.Pos                          // the last progress marker's position
 
 	// XA transactions (xa.go).
 	xa       *xaTxn   // the XA transaction being read up to its PREPARE
 	prepared []*xaTxn // prepared and not yet committed or rolled back, oldest first
 }
 
-func (r *reader) position() cdcsync.Position {
-	return cdcsync.Position{Flavor: r.cfg.Flavor, GTIDSet: r.gtids, File: r.file, Offset: r.pos, ServerUUID: r.cfg.ServerUUID}
+// newReader starts reading at cfg.Start.
+func newReader(cfg StreamConfig) (*reader, error) {
+	start, err := binlogpos.Decode(cfg.Start)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{cfg: cfg, gtid: start.UsesGTID(), gtids: start.GTIDSet, file: start.File, pos: start.Offset}
+	r.initTracking()
+	return r, nil
+}
+
+func (r *reader) position() binlogpos.Pos {
+	return binlogpos.Pos{Flavor: r.cfg.Flavor, GTIDSet: r.gtids, File: r.file, Offset: r.pos, ServerUUID: r.cfg.ServerUUID}
+}
+
+// mark is the position p as transactions carry it: file/offset positions
+// keep the GTID set empty so they compare as files.
+func (r *reader) mark(p binlogpos.Pos) binlogpos.Pos {
+	if !r.gtid {
+		p.GTIDSet = ""
+	}
+	return p
 }
 
 func (r *reader) begin() {
@@ -449,18 +472,14 @@ func (r *reader) end(h *replication.EventHeader) (*cdcsync.Txn, error) {
 		if err != nil {
 			return nil, err
 		}
-	} else if r.cfg.Start.UsesGTID() && (len(t.Changes) > 0 || len(t.DDL) > 0) {
+	} else if r.gtid && (len(t.Changes) > 0 || len(t.DDL) > 0) {
 		// After a restart its rows would be replayed or passed over by
 		// chance: stop rather than guess.
 		return nil, fmt.Errorf("%w at %s:%d while cdcsync's positions are GTID sets (gtid_mode is no longer ON on the server?); "+
 			"set gtid_mode back to ON (through ON_PERMISSIVE), or copy every table again from a file position "+
 			"(cdcsync resync --offline --all) after setting gtid_mode=OFF for good", ErrAnonymousTransaction, r.file, h.LogPos)
 	}
-	t.Pos = r.position()
-	if !r.cfg.Start.UsesGTID() {
-		// File/offset positions keep the GTID set empty so they compare as files.
-		t.Pos.GTIDSet = ""
-	}
+	t.Pos = r.mark(r.position()).Position()
 	t.Time = time.Unix(int64(h.Timestamp), 0)
 	t.Resume = r.resume()
 	return t, nil
@@ -475,15 +494,12 @@ func (r *reader) progress(idle bool) *cdcsync.Txn {
 	if r.txn != nil || r.inTxn {
 		return nil
 	}
-	pos := r.position()
-	if !r.cfg.Start.UsesGTID() {
-		pos.GTIDSet = ""
-	}
+	pos := r.mark(r.position())
 	if pos == r.marked && !idle {
 		return nil
 	}
 	r.marked = pos
-	return &cdcsync.Txn{Progress: true, Idle: idle, Pos: pos, Resume: r.resume()}
+	return &cdcsync.Txn{Progress: true, Idle: idle, Pos: pos.Position(), Resume: r.resume()}
 }
 
 // ErrGTIDOrder means MariaDB wrote a GTID whose sequence number is not
@@ -493,11 +509,11 @@ func (r *reader) progress(idle bool) *cdcsync.Txn {
 var ErrGTIDOrder = errors.New("a GTID sequence number went back")
 
 // mariadbInOrder checks that gtid follows the GTIDs of set in its domain.
-func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
+func mariadbInOrder(set, gtid string, at binlogpos.Pos) error {
 	if set == "" {
 		return nil
 	}
-	covered, err := binlogpos.Order{}.Covers(cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}, &cdcsync.Txn{GTID: gtid})
+	covered, err := binlogpos.Order{}.Covers(binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: set}.Position(), &cdcsync.Txn{GTID: gtid})
 	if err != nil || !covered {
 		return err
 	}
@@ -507,7 +523,7 @@ func mariadbInOrder(set, gtid string, at cdcsync.Position) error {
 }
 
 func advanceGTIDs(flavor, set, gtid string) (string, error) {
-	if flavor == cdcsync.FlavorMariaDB {
+	if flavor == binlogpos.FlavorMariaDB {
 		return binlogpos.AdvanceMariaDBGTIDSet(set, gtid)
 	}
 	s, err := mysql.ParseMysqlGTIDSet(set)
@@ -830,7 +846,7 @@ func connectIdentified(ctx context.Context, src *config.Source) (conn *client.Co
 // MySQL; MariaDB has none, so its @@server_id stands in.
 func ServerIdentity(ctx context.Context, conn *client.Conn, flavor string) (string, error) {
 	q := "SELECT @@server_uuid"
-	if flavor == cdcsync.FlavorMariaDB {
+	if flavor == binlogpos.FlavorMariaDB {
 		q = "SELECT CONCAT('mariadb-server-id-', @@server_id)"
 	}
 	res, err := conn.Execute(q)
@@ -859,7 +875,11 @@ func NewLagProbe(src *config.Source) *LagProbe { return &LagProbe{src: src} }
 
 // Bytes returns the rest of pos's binlog file plus every later file. A
 // failed query drops the connection; the next call connects again.
-func (p *LagProbe) Bytes(ctx context.Context, pos cdcsync.Position) (int64, error) {
+func (p *LagProbe) Bytes(ctx context.Context, at cdcsync.Position) (int64, error) {
+	pos, err := binlogpos.Decode(at)
+	if err != nil {
+		return 0, err
+	}
 	if pos.File == "" {
 		return 0, errors.New("position has no binlog file")
 	}

@@ -45,23 +45,24 @@ func streamReconnects(t *testing.T, host string, port int, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test"}
+	at := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test"}
 	if mode == "gtid" {
-		start.GTIDSet = rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
+		at.GTIDSet = rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
 	} else {
 		r, err := root.Execute("SHOW MASTER STATUS")
 		if err != nil {
 			t.Fatal(err)
 		}
-		start.File, start.Offset = connText(r.Values[0][0]), uint32(r.Values[0][1].AsUint64())
+		at.File, at.Offset = connText(r.Values[0][0]), uint32(r.Values[0][1].AsUint64())
 	}
+	start := at.Position()
 	// The server drops a reader that stops reading for a second; the
 	// sessions of the stream take the global value when they connect.
 	rdbExec(t, root, "SET GLOBAL net_write_timeout = 1")
 	t.Cleanup(func() { _, _ = root.Execute("SET GLOBAL net_write_timeout = 60") })
 	var logs syncBuffer
 	src := rdbSource(host, port, "root", "")
-	cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+	cfg := StreamConfig{Source: src, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema},
 		Log:     slog.New(slog.NewTextHandler(&logs, nil))}
 	out := make(chan *cdcsync.Txn)
@@ -284,7 +285,7 @@ func TestStreamPositionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ReadBinlog says so before any stream is tried (check, run).
-	b, err := ReadBinlog(context.Background(), root, cdcsync.FlavorMariaDB, "test")
+	b, err := ReadBinlog(context.Background(), root, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,11 +294,11 @@ func TestStreamPositionLost(t *testing.T) {
 		pos  cdcsync.Position
 		want string // in the problem; "" = none
 	}{
-		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtid}, "purged"},
-		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"}, "no longer on the server"},
-		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: now}, ""},
-		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-99999999"}, "does not contain it"},
-		{cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "other"}, "file positions do not carry across servers"},
+		{binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: gtid}.Position(), "purged"},
+		{binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"}.Position(), "no longer on the server"},
+		{binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: now}.Position(), ""},
+		{binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-99999999"}.Position(), "does not contain it"},
+		{binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, File: file, Offset: off, ServerUUID: "other"}.Position(), "file positions do not carry across servers"},
 	} {
 		got, err := b.Missing(c.pos)
 		if err != nil {
@@ -308,10 +309,10 @@ func TestStreamPositionLost(t *testing.T) {
 		}
 	}
 	for _, start := range []cdcsync.Position{
-		{Flavor: cdcsync.FlavorMariaDB, GTIDSet: gtid},
-		{Flavor: cdcsync.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"},
+		binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: gtid}.Position(),
+		binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, File: file, Offset: off, ServerUUID: "test"}.Position(),
 	} {
-		cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start}
+		cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := Stream(ctx, cfg, make(chan *cdcsync.Txn, 16))
 		cancel()
@@ -350,8 +351,8 @@ func TestStreamStopsWhenGTIDsGoBack(t *testing.T) {
 	}
 
 	start := rdbQueryString(t, root, "SELECT @@gtid_binlog_pos")
-	cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test",
-		Start: cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: start}}
+	cfg := StreamConfig{Source: rdbSource(db.Host, db.Port, "root", ""), Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test",
+		Start: binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: start}.Position()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out := make(chan *cdcsync.Txn, 64)

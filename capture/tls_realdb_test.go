@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +33,7 @@ func TestPreferredTLSWithoutServerTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, err := CurrentPosition(context.Background(), conn, cdcsync.FlavorMariaDB, "test")
+	start, err := CurrentPosition(context.Background(), conn, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestPreferredTLSWithoutServerTLS(t *testing.T) {
 	if _, err := ProbeBinlog(context.Background(), &req); err == nil || !strings.Contains(err.Error(), "does not offer TLS") {
 		t.Errorf("probe with required: %v", err)
 	}
-	if err := Stream(context.Background(), StreamConfig{Source: &req, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+	if err := Stream(context.Background(), StreamConfig{Source: &req, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 		Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schemas[0]}}, make(chan *cdcsync.Txn, 1)); err == nil || !strings.Contains(err.Error(), "does not offer TLS") {
 		t.Errorf("stream with required: %v", err)
 	}
@@ -59,7 +61,7 @@ func TestPreferredTLSWithoutServerTLS(t *testing.T) {
 	out := make(chan *cdcsync.Txn, 16)
 	done := make(chan error, 1)
 	go func() {
-		done <- Stream(ctx, StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+		done <- Stream(ctx, StreamConfig{Source: src, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schemas[0]}}, out)
 	}()
 	rdbExec(t, conn, "INSERT INTO tp.t VALUES (1, 'plain')")
@@ -84,7 +86,7 @@ func TestPreferredTLSWithoutServerTLS(t *testing.T) {
 // stream's error.
 func tlsStreamRow(t *testing.T, root *client.Conn, src *config.Source, ts *cdcsync.TableSchema, v string) error {
 	t.Helper()
-	start, err := CurrentPosition(context.Background(), root, cdcsync.FlavorMariaDB, "test")
+	start, err := CurrentPosition(context.Background(), root, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func tlsStreamRow(t *testing.T, root *client.Conn, src *config.Source, ts *cdcsy
 	out := make(chan *cdcsync.Txn, 16)
 	done := make(chan error, 1)
 	go func() {
-		done <- Stream(ctx, StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+		done <- Stream(ctx, StreamConfig{Source: src, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{ts.ID: ts}}, out)
 	}()
 	rdbExec(t, root, fmt.Sprintf("INSERT INTO tm.t (v) VALUES ('%s')", v))
@@ -183,7 +185,7 @@ func TestTLSEveryConnection(t *testing.T) {
 				t.Errorf("preflight tls finding: %+v", f)
 			}
 			// The initial copy's chunks (the account requires TLS).
-			r := NewChunkReader(s, cdcsync.FlavorMariaDB, "test", nil, 1)
+			r := NewChunkReader(s, binlogpos.FlavorMariaDB, "test", nil, 1)
 			_, _, err = r.ReadChunk(ctx, ts, "", "", true)
 			r.Close()
 			if err != nil {
@@ -241,7 +243,7 @@ func TestTLSEveryConnection(t *testing.T) {
 			if err != nil && !strings.Contains(tc.name, "plaintext") && !strings.Contains(err.Error(), "source.tls.ca_file") {
 				t.Errorf("Connect: the message does not point at source.tls: %v", err)
 			}
-			r := NewChunkReader(tc.s, cdcsync.FlavorMariaDB, "test", nil, 1)
+			r := NewChunkReader(tc.s, binlogpos.FlavorMariaDB, "test", nil, 1)
 			_, _, err = r.ReadChunk(ctx, ts, "", "", true)
 			r.Close()
 			check("chunk", err)
@@ -289,7 +291,7 @@ func TestProbeBinlogBusy(t *testing.T) {
 	}
 	running := rdbSource(db.Host, db.Port, testenv.ReplUser, testenv.ReplPassword)
 	running.ServerID = 8001
-	start, err := CurrentPosition(context.Background(), root, cdcsync.FlavorMariaDB, "test")
+	start, err := CurrentPosition(context.Background(), root, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +299,7 @@ func TestProbeBinlogBusy(t *testing.T) {
 	done := make(chan error, 1)
 	out := make(chan *cdcsync.Txn, 16)
 	go func() {
-		done <- Stream(ctx, StreamConfig{Source: running, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+		done <- Stream(ctx, StreamConfig{Source: running, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{ts.ID: ts}}, out)
 	}()
 	defer func() { cancel(); <-done }()

@@ -12,6 +12,8 @@ package capture
 // type on the real MariaDB).
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"encoding/hex"
 	"errors"
@@ -48,7 +50,7 @@ func NewVerifyReader(ctx context.Context, src *config.Source, values *ValuePolic
 	return &VerifyReader{NewChunkReader(src, flavor, uuid, values, 1)}, nil
 }
 
-// Flavor is the server's flavor (cdcsync.FlavorMySQL or FlavorMariaDB).
+// Flavor is the server's flavor (binlogpos.FlavorMySQL or FlavorMariaDB).
 func (r *VerifyReader) Flavor() string { return r.flavor }
 
 // Schema reads the table's current schema from information_schema.
@@ -125,7 +127,7 @@ func pieceSQL(c *cdcsync.Column) (string, bool) {
 // snapshot's own position, as a GTID set too (BINLOG_GTID_POS); else a
 // high watermark read after fn (every transaction the snapshot shows is
 // before it) and the position before the snapshot began as Low.
-func (r *VerifyReader) snapshot(ctx context.Context, exact bool, fn func(conn *client.Conn, pos cdcsync.Position) error) (verify.Read, error) {
+func (r *VerifyReader) snapshot(ctx context.Context, exact bool, fn func(conn *client.Conn, pos binlogpos.Pos) error) (verify.Read, error) {
 	var read verify.Read
 	conn, err := r.acquire(ctx)
 	if err != nil {
@@ -139,25 +141,25 @@ func (r *VerifyReader) snapshot(ctx context.Context, exact bool, fn func(conn *c
 	return read, disconnected(err)
 }
 
-func (r *VerifyReader) inSnapshot(ctx context.Context, conn *client.Conn, exact bool, read *verify.Read, fn func(conn *client.Conn, pos cdcsync.Position) error) error {
-	mariadb := r.flavor == cdcsync.FlavorMariaDB
+func (r *VerifyReader) inSnapshot(ctx context.Context, conn *client.Conn, exact bool, read *verify.Read, fn func(conn *client.Conn, pos binlogpos.Pos) error) error {
+	mariadb := r.flavor == binlogpos.FlavorMariaDB
+	var low binlogpos.Pos
 	if !mariadb {
-		low, err := CurrentPosition(ctx, conn, r.flavor, r.serverUUID)
-		if err != nil {
+		var err error
+		if low, err = currentPos(conn, r.flavor, r.serverUUID); err != nil {
 			return err
 		}
-		read.Low = low
 	}
 	if _, err := connQuery(ctx, conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		return fmt.Errorf("start the snapshot transaction: %w", err)
 	}
-	var snap cdcsync.Position
+	var snap binlogpos.Pos
 	if mariadb {
 		var err error
 		if snap, err = mariadbSnapshotPosition(ctx, conn, r.flavor, r.serverUUID); err != nil {
 			return err
 		}
-		read.Low = snap
+		low = snap
 		if exact {
 			res, err := connQuery(ctx, conn, "SELECT BINLOG_GTID_POS(?, ?)", snap.File, snap.Offset)
 			if err != nil {
@@ -168,20 +170,22 @@ func (r *VerifyReader) inSnapshot(ctx context.Context, conn *client.Conn, exact 
 				return fmt.Errorf("the server has no GTID position for the snapshot's binlog position %s", snap)
 			}
 			snap.GTIDSet = strings.Clone(g)
-			read.Low, read.Pos, read.Exact = snap, snap, true
+			low = snap
+			read.Pos, read.Exact = snap.Position(), true
 		}
 	}
-	if err := fn(conn, read.Low); err != nil {
+	read.Low = low.Position()
+	if err := fn(conn, low); err != nil {
 		return err
 	}
 	if !read.Exact {
-		high, err := chunkWithCtxValue(ctx, conn, func() (cdcsync.Position, error) {
-			return CurrentPosition(ctx, conn, r.flavor, r.serverUUID)
+		high, err := chunkWithCtxValue(ctx, conn, func() (binlogpos.Pos, error) {
+			return currentPos(conn, r.flavor, r.serverUUID)
 		})
 		if err != nil {
 			return err
 		}
-		read.Pos = high
+		read.Pos = high.Position()
 	}
 	return nil
 }
@@ -197,7 +201,7 @@ func (r *VerifyReader) Checksum(ctx context.Context, ts *cdcsync.TableSchema, af
 		return sum, verify.Read{}, err
 	}
 	text, inSQL := RowTextSQL(ts)
-	read, err := r.snapshot(ctx, false, func(conn *client.Conn, pos cdcsync.Position) error {
+	read, err := r.snapshot(ctx, false, func(conn *client.Conn, pos binlogpos.Pos) error {
 		if !inSQL {
 			return r.streamRows(ctx, conn, ts, chunkReadSQL(ts, a, h), pos, func(row cdcsync.Row) error {
 				sum.Rows++
@@ -240,7 +244,7 @@ func (r *VerifyReader) Hashes(ctx context.Context, ts *cdcsync.TableSchema, afte
 	}
 	text, inSQL := RowTextSQL(ts)
 	ks := keySchema(ts)
-	read, err := r.snapshot(ctx, false, func(conn *client.Conn, pos cdcsync.Position) error {
+	read, err := r.snapshot(ctx, false, func(conn *client.Conn, pos binlogpos.Pos) error {
 		if !inSQL {
 			return r.streamRows(ctx, conn, ts, chunkReadSQL(ts, a, h), pos, func(row cdcsync.Row) error {
 				key := make([]any, len(ts.PrimaryKey))
@@ -295,7 +299,7 @@ func (r *VerifyReader) Hashes(ctx context.Context, ts *cdcsync.TableSchema, afte
 // and pick the rows in Go.
 func (r *VerifyReader) Rows(ctx context.Context, ts *cdcsync.TableSchema, keys [][]any) ([]cdcsync.Row, verify.Read, error) {
 	var rows []cdcsync.Row
-	read, err := r.snapshot(ctx, true, func(conn *client.Conn, pos cdcsync.Position) error {
+	read, err := r.snapshot(ctx, true, func(conn *client.Conn, pos binlogpos.Pos) error {
 		var err error
 		rows, err = r.rowsByKey(ctx, conn, ts, keys, pos)
 		return err
@@ -316,12 +320,12 @@ func (r *ChunkReader) ReadKeys(ctx context.Context, ts *cdcsync.TableSchema, key
 		return nil, cdcsync.Position{}, disconnected(err)
 	}
 	var rows []cdcsync.Row
-	pos := cdcsync.Position{Flavor: r.flavor, ServerUUID: r.serverUUID}
+	pos := binlogpos.Pos{Flavor: r.flavor, ServerUUID: r.serverUUID}
 	err = func() error {
 		if _, err := connQuery(ctx, conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 			return fmt.Errorf("start the snapshot transaction: %w", err)
 		}
-		exact := r.flavor == cdcsync.FlavorMariaDB
+		exact := r.flavor == binlogpos.FlavorMariaDB
 		if exact {
 			if pos, err = mariadbSnapshotPosition(ctx, conn, r.flavor, r.serverUUID); err != nil {
 				return err
@@ -331,7 +335,7 @@ func (r *ChunkReader) ReadKeys(ctx context.Context, ts *cdcsync.TableSchema, key
 			return err
 		}
 		if !exact {
-			if pos, err = CurrentPosition(ctx, conn, r.flavor, r.serverUUID); err != nil {
+			if pos, err = currentPos(conn, r.flavor, r.serverUUID); err != nil {
 				return err
 			}
 		}
@@ -340,15 +344,15 @@ func (r *ChunkReader) ReadKeys(ctx context.Context, ts *cdcsync.TableSchema, key
 	}()
 	r.release(conn, err != nil)
 	if err != nil {
-		return nil, pos, disconnected(fmt.Errorf("read %d rows of %s by key: %w", len(keys), ts.ID, err))
+		return nil, pos.Position(), disconnected(fmt.Errorf("read %d rows of %s by key: %w", len(keys), ts.ID, err))
 	}
-	return rows, pos, nil
+	return rows, pos.Position(), nil
 }
 
 // keyBatch is how many keys one SELECT asks for.
 const keyBatch = 500
 
-func (r *ChunkReader) rowsByKey(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, keys [][]any, pos cdcsync.Position) ([]cdcsync.Row, error) {
+func (r *ChunkReader) rowsByKey(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, keys [][]any, pos binlogpos.Pos) ([]cdcsync.Row, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -404,7 +408,7 @@ func (r *ChunkReader) rowsByKey(ctx context.Context, conn *client.Conn, ts *cdcs
 }
 
 // streamRows runs a SELECT of SelectList(ts) and decodes each row.
-func (r *ChunkReader) streamRows(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, q string, pos cdcsync.Position, fn func(cdcsync.Row) error) error {
+func (r *ChunkReader) streamRows(ctx context.Context, conn *client.Conn, ts *cdcsync.TableSchema, q string, pos binlogpos.Pos, fn func(cdcsync.Row) error) error {
 	var res mysql.Result
 	return chunkWithCtx(ctx, conn, func() error {
 		return conn.ExecuteSelectStreaming(q, &res, func(raw []mysql.FieldValue) error {

@@ -374,12 +374,12 @@ func TestVerifyKeys(t *testing.T) {
 		if len(got) != tc.want {
 			t.Errorf("Rows of %s by %v: %d rows %v, want %d", tc.table, tc.keys, len(got), got, tc.want)
 		}
-		if !read.Exact || read.Pos.GTIDSet == "" || read.Pos.File == "" || read.Low != read.Pos {
+		if !read.Exact || dec(read.Pos).GTIDSet == "" || dec(read.Pos).File == "" || read.Low != read.Pos {
 			t.Errorf("Rows' read %+v: want the snapshot's exact position with its GTID", read)
 		}
 		// ReadKeys (the daemon's repair) reads the same rows.
 		again, pos, err := r.ReadKeys(ctx, ts, tc.keys)
-		if err != nil || len(again) != len(got) || pos.File == "" {
+		if err != nil || len(again) != len(got) || dec(pos).File == "" {
 			t.Errorf("ReadKeys of %s: %d rows at %s (%v), want %d", tc.table, len(again), pos, err, len(got))
 		}
 	}

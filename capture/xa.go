@@ -150,10 +150,7 @@ func (r *reader) xaQuery(h *replication.EventHeader, st xaStatement) (*cdcsync.T
 
 // startXA opens an XA PREPARE group at the event that starts it.
 func (r *reader) startXA(h *replication.EventHeader) {
-	r.xa = &xaTxn{before: r.position(), at: time.Unix(int64(h.Timestamp), 0)}
-	if !r.cfg.Start.UsesGTID() {
-		r.xa.before.GTIDSet = ""
-	}
+	r.xa = &xaTxn{before: r.mark(r.position()).Position(), at: time.Unix(int64(h.Timestamp), 0)}
 }
 
 // xaPrepare handles the XA_PREPARE_LOG_EVENT that ends a PREPARE group (or,

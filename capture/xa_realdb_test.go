@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"strings"
@@ -39,18 +41,18 @@ func streamXA(t *testing.T, host string, port int, mode string) {
 		t.Fatal(err)
 	}
 	current := func() cdcsync.Position {
-		p, err := CurrentPosition(ctx, root, cdcsync.FlavorMariaDB, "test")
+		p, err := CurrentPosition(ctx, root, binlogpos.FlavorMariaDB, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if mode == "file" {
-			p.GTIDSet = ""
+			p = withSet(p, "")
 		}
 		return p
 	}
 	stream := func(start cdcsync.Position, committed cdcsync.Position) (<-chan *cdcsync.Txn, func()) {
 		sctx, stop := context.WithCancel(ctx)
-		cfg := StreamConfig{Source: src, Flavor: cdcsync.FlavorMariaDB, ServerUUID: "test", Start: start,
+		cfg := StreamConfig{Source: src, Flavor: binlogpos.FlavorMariaDB, ServerUUID: "test", Start: start,
 			Schemas: map[cdcsync.TableID]*cdcsync.TableSchema{id: schema}}
 		if !committed.IsZero() {
 			cfg.Committed = map[cdcsync.TableID]cdcsync.Position{id: committed}

@@ -535,7 +535,7 @@ func mysqlRowsOn(t *testing.T, server *testenv.MariaDB, ts *cdcsync.TableSchema)
 	t.Helper()
 	src := config.Source{Host: "127.0.0.1", Port: server.Port, User: testenv.RootUser,
 		ConnectTimeout: config.Duration{Duration: 10 * time.Second}, TLS: config.TLS{Mode: config.TLSDisabled}}
-	snap, err := capture.BeginSnapshot(context.Background(), &src, cdcsync.FlavorMariaDB, "test")
+	snap, err := capture.BeginSnapshot(context.Background(), &src, binlogpos.FlavorMariaDB, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,8 +662,9 @@ func assertEpochSnapshots(t *testing.T, tbl *table.Table, pipeline string) {
 	if props[lake.SummaryEpoch] == "" {
 		t.Errorf("epoch snapshot summary %v lacks the epoch", props)
 	}
-	pos, err := cdcsync.DecodePosition(props[lake.SummaryPosition])
-	if err != nil || pos.Flavor != cdcsync.FlavorMariaDB || !strings.HasPrefix(pos.GTIDSet, "0-1-") {
+	enc, err := cdcsync.DecodePosition(props[lake.SummaryPosition])
+	pos, _ := binlogpos.Decode(enc)
+	if err != nil || pos.Flavor != binlogpos.FlavorMariaDB || !strings.HasPrefix(pos.GTIDSet, "0-1-") {
 		t.Errorf("snapshot position %q (%v): want a MariaDB GTID position", props[lake.SummaryPosition], err)
 	}
 	if !deletes {

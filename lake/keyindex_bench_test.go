@@ -1,13 +1,13 @@
 package lake
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"fmt"
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/cdcsync/cdcsync"
 )
 
 // BenchmarkKeyIndexRebuild measures the rebuild of a key index from the
@@ -23,7 +23,7 @@ func BenchmarkKeyIndexRebuild(b *testing.B) {
 		for i := range rows {
 			rows[i][0] = int64(f*perFile + i + 1)
 		}
-		pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", f+1)}
+		pos := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", f+1)}.Position()
 		if err := t.Commit(ctx, Epoch{Number: int64(f + 1), Pos: pos}, nil, rows, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func BenchmarkKeyIndexRebuild(b *testing.B) {
 	for i := range upd {
 		upd[i][0] = int64(i*20 + 1)
 	}
-	pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", files+1)}
+	pos := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", files+1)}.Position()
 	if err := t.Commit(ctx, Epoch{Number: files + 1, Pos: pos}, upd, upd, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package lake
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +131,7 @@ func (e *kvEnv) second(pipeline string) *Table {
 }
 
 func pos(n int64) cdcsync.Position {
-	return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", n)}
+	return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", n)}.Position()
 }
 
 // change builds one epoch: an upsert for every key of set (value v), a

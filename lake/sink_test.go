@@ -62,10 +62,10 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 	}
 	sink := lk.NewSink(tables, metrics.New(), lk.NewMaintainer(cfg.Maintenance, nil))
 	at := func(n int) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-" + string(rune('0'+n))}
+		return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-" + string(rune('0'+n))}.Position()
 	}
 	txn := func(n int, changes ...cdcsync.Change) *cdcsync.Txn {
-		return &cdcsync.Txn{GTID: at(n).GTIDSet, Pos: at(n), Time: time.Now(), Changes: changes, Bytes: 10}
+		return &cdcsync.Txn{GTID: "0-1-" + string(rune('0'+n)), Pos: at(n), Time: time.Now(), Changes: changes, Bytes: 10}
 	}
 	ins := func(s *cdcsync.TableSchema, id int64, v any) cdcsync.Change {
 		return cdcsync.Change{Table: s.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{id, v}}

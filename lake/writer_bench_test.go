@@ -21,6 +21,8 @@ package lake
 // Run: go test ./lake/ -run '^$' -bench 'Write|ArrowBuild|Commit' -benchmem
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -504,7 +506,7 @@ func BenchmarkCommit(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
 	for i := 0; i < b.N; i++ {
-		pos := cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", i+1)}
+		pos := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", i+1)}.Position()
 		if err := t.Commit(ctx, Epoch{Number: int64(i + 1), Pos: pos}, rows, rows, nil); err != nil {
 			b.Fatal(err)
 		}

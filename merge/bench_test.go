@@ -9,6 +9,8 @@ package merge
 // Run: go test ./merge/ -run '^$' -bench . -benchmem
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -50,7 +52,7 @@ func benchTxns(n, keys, perTxn int) []*cdcsync.Txn {
 	for i := 0; i < n; i++ {
 		if cur == nil || len(cur.Changes) == perTxn {
 			cur = &cdcsync.Txn{GTID: fmt.Sprintf("0-1-%d", len(txns)+1), Time: time.Unix(1_700_000_000, 0)}
-			cur.Pos = cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: cur.GTID}
+			cur.Pos = binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: cur.GTID}.Position()
 			txns = append(txns, cur)
 		}
 		var c cdcsync.Change

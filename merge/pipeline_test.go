@@ -51,7 +51,7 @@ func (s *memSink) SaveCheckpoint(_ context.Context, epoch int64, pos cdcsync.Pos
 }
 
 func mariaPos(seq int) cdcsync.Position {
-	return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", seq)}
+	return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", seq)}.Position()
 }
 
 func txnAt(seq int, changes ...cdcsync.Change) *cdcsync.Txn {

@@ -20,8 +20,8 @@ import (
 
 type fakeSource struct {
 	in      Inspection
-	missing map[string]string // position -> why the source lost it
-	spec    *StreamSpec       // what the stream was asked for
+	missing map[cdcsync.Position]string // position -> why the source lost it
+	spec    *StreamSpec                 // what the stream was asked for
 	awaited []string
 }
 
@@ -29,7 +29,7 @@ func (f *fakeSource) Inspect(context.Context) (*Inspection, error) { in := f.in;
 func (f *fakeSource) History(context.Context) (History, error)     { return f, nil }
 func (f *fakeSource) Order() cdcsync.Order                         { return order }
 func (f *fakeSource) Missing(pos cdcsync.Position) (string, error) {
-	return f.missing[pos.GTIDSet], nil
+	return f.missing[pos], nil
 }
 func (f *fakeSource) AwaitPrepared(_ context.Context, xids []string) error {
 	f.awaited = xids
@@ -64,7 +64,7 @@ type fakeTable struct {
 	committed cdcsync.Committed
 	stop      *cdcsync.StopInfo
 	recopy    bool
-	copies    []string // "epoch@position" of each StartCopy
+	copies    []string // "epoch@position" of each StartCopy (the position encoded)
 }
 
 func (l *fakeLake) Check(context.Context) error { return nil }
@@ -116,7 +116,7 @@ func (t *fakeTable) Stopped() (cdcsync.StopInfo, bool) {
 func (t *fakeTable) StoppedMessage(info cdcsync.StopInfo) string { return "stopped: " + info.Reason }
 func (t *fakeTable) NeedsRecopy() bool                           { return t.recopy }
 func (t *fakeTable) StartCopy(_ context.Context, epoch int64, pos cdcsync.Position) error {
-	t.copies = append(t.copies, fmt.Sprintf("%d@%s", epoch, pos.GTIDSet))
+	t.copies = append(t.copies, fmt.Sprintf("%d@%s", epoch, pos.Encode()))
 	return nil
 }
 func (t *fakeTable) SchemaPos() cdcsync.Position          { return t.committed.Pos }
@@ -160,7 +160,7 @@ func TestSessionNewPipelineCopiesFromTheHorizon(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []cdcsync.TableID{users.ID, orders.ID} {
-		if got := lk.tables[id].copies; !slices.Equal(got, []string{"1@0-1-100"}) {
+		if got := lk.tables[id].copies; !slices.Equal(got, []string{"1@" + mariaPos(100).Encode()}) {
 			t.Errorf("%s: copies %v, want one at the horizon as epoch 1", id, got)
 		}
 	}
@@ -205,7 +205,7 @@ func TestSessionStartsAtTheOldestTable(t *testing.T) {
 func TestSessionLostPosition(t *testing.T) {
 	for _, recopy := range []bool{false, true} {
 		src, lk := newSessionEnv(users, orders)
-		src.missing = map[string]string{"0-1-20": "binlog purged"}
+		src.missing = map[cdcsync.Position]string{mariaPos(20): "binlog purged"}
 		lk.ckpt = &cdcsync.Checkpoint{Epoch: 9, Pos: mariaPos(50)}
 		lk.tables[users.ID] = streaming(t, mariaPos(50), 9)
 		lk.tables[orders.ID] = streaming(t, mariaPos(20), 4)
@@ -220,7 +220,7 @@ func TestSessionLostPosition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := lk.tables[orders.ID].copies; !slices.Equal(got, []string{"10@0-1-100"}) {
+		if got := lk.tables[orders.ID].copies; !slices.Equal(got, []string{"10@" + mariaPos(100).Encode()}) {
 			t.Errorf("orders copies %v, want one at the horizon", got)
 		}
 		if len(lk.tables[users.ID].copies) > 0 || src.spec.Start != mariaPos(50) {

@@ -8,7 +8,7 @@ import (
 )
 
 func gtid(seq string) cdcsync.Position {
-	return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: "0-1-" + seq}
+	return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-" + seq}.Position()
 }
 
 // TestCovering checks which lake snapshot a MySQL read is compared with.

@@ -20,22 +20,32 @@ type Order struct{}
 // Covers reports whether the transaction t, which ends at t.Pos and carries
 // t.GTID, is already included in the position p: that is, whether a table
 // committed at p already holds t's changes.
-func (Order) Covers(p cdcsync.Position, t *cdcsync.Txn) (bool, error) {
-	if p.IsZero() {
+func (Order) Covers(committed cdcsync.Position, t *cdcsync.Txn) (bool, error) {
+	if committed.IsZero() {
 		return false, nil
+	}
+	p, err := decodeCached(committed, &lastCovered)
+	if err != nil || p.IsZero() {
+		return false, err
+	}
+	var tp Pos
+	if t.GTID == "" || !p.UsesGTID() {
+		if tp, err = decodeCached(t.Pos, &lastTxn); err != nil {
+			return false, err
+		}
 	}
 	switch {
 	case p.UsesGTID() && t.GTID != "":
 		return gtidSetContains(p.Flavor, p.GTIDSet, t.GTID)
-	case !p.UsesGTID() && !t.Pos.UsesGTID():
-		if p.ServerUUID != "" && t.Pos.ServerUUID != "" && p.ServerUUID != t.Pos.ServerUUID {
+	case !p.UsesGTID() && !tp.UsesGTID():
+		if p.ServerUUID != "" && tp.ServerUUID != "" && p.ServerUUID != tp.ServerUUID {
 			return false, fmt.Errorf("committed position %s is from server %s but the binlog is from server %s; "+
-				"file positions do not carry across servers: resync the tables or enable GTIDs", p, p.ServerUUID, t.Pos.ServerUUID)
+				"file positions do not carry across servers: resync the tables or enable GTIDs", p, p.ServerUUID, tp.ServerUUID)
 		}
-		return compareFilePos(t.Pos.File, t.Pos.Offset, p.File, p.Offset) <= 0, nil
+		return compareFilePos(tp.File, tp.Offset, p.File, p.Offset) <= 0, nil
 	default:
 		return false, fmt.Errorf("committed position %s and binlog position %s are of different kinds (GTID and file/offset); "+
-			"cdcsync cannot compare them: keep gtid mode as it was when the tables were created, or resync them", p, t.Pos)
+			"cdcsync cannot compare them: keep gtid mode as it was when the tables were created, or resync them", p, tp)
 	}
 }
 
@@ -72,7 +82,7 @@ func fileSeq(f string) int64 {
 
 func gtidSetContains(flavor, set, gtid string) (bool, error) {
 	switch flavor {
-	case cdcsync.FlavorMariaDB:
+	case FlavorMariaDB:
 		// MariaDB sequence numbers grow monotonically within a replication
 		// domain, so a set covers a GTID when it holds the same domain at an
 		// equal or higher sequence number.
@@ -94,7 +104,7 @@ func gtidSetContains(flavor, set, gtid string) (bool, error) {
 			}
 		}
 		return false, nil
-	case cdcsync.FlavorMySQL:
+	case FlavorMySQL:
 		s, err := mysql.ParseMysqlGTIDSet(set)
 		if err != nil {
 			return false, fmt.Errorf("parse GTID set %q: %w", set, err)
@@ -157,7 +167,19 @@ func AdvanceMariaDBGTIDSet(set, g string) (string, error) {
 // Includes reports whether p is at or after q: whether every transaction
 // before q is also before p. Both must come from the same server. GTID sets
 // are compared when both have one, else file and offset.
-func (o Order) Includes(p, q cdcsync.Position) (bool, error) {
+func (o Order) Includes(pp, qq cdcsync.Position) (bool, error) {
+	p, err := Decode(pp)
+	if err != nil {
+		return false, err
+	}
+	q, err := Decode(qq)
+	if err != nil {
+		return false, err
+	}
+	return includes(p, q)
+}
+
+func includes(p, q Pos) (bool, error) {
 	if q.IsZero() {
 		return true, nil
 	}
@@ -166,7 +188,7 @@ func (o Order) Includes(p, q cdcsync.Position) (bool, error) {
 	}
 	if p.UsesGTID() && q.UsesGTID() {
 		switch p.Flavor {
-		case cdcsync.FlavorMariaDB:
+		case FlavorMariaDB:
 			for _, part := range strings.Split(q.GTIDSet, ",") {
 				if strings.TrimSpace(part) == "" {
 					continue
@@ -177,7 +199,7 @@ func (o Order) Includes(p, q cdcsync.Position) (bool, error) {
 				}
 			}
 			return true, nil
-		case cdcsync.FlavorMySQL:
+		case FlavorMySQL:
 			ps, err := mysql.ParseMysqlGTIDSet(p.GTIDSet)
 			if err != nil {
 				return false, fmt.Errorf("parse GTID set %q: %w", p.GTIDSet, err)
@@ -203,29 +225,37 @@ func (o Order) Includes(p, q cdcsync.Position) (bool, error) {
 // must start so that a table committed at a and one committed at b both
 // see every transaction they lack. A zero position is ignored. Two GTID
 // sets neither of which includes the other meet in their intersection.
-func (o Order) Earliest(a, b cdcsync.Position) (cdcsync.Position, error) {
+func (o Order) Earliest(ea, eb cdcsync.Position) (cdcsync.Position, error) {
+	a, err := Decode(ea)
+	if err != nil {
+		return cdcsync.Position{}, err
+	}
+	b, err := Decode(eb)
+	if err != nil {
+		return cdcsync.Position{}, err
+	}
 	switch {
 	case a.IsZero():
-		return b, nil
+		return eb, nil
 	case b.IsZero():
-		return a, nil
+		return ea, nil
 	}
-	if ok, err := o.Includes(b, a); err != nil {
+	if ok, err := includes(b, a); err != nil {
 		return cdcsync.Position{}, err
 	} else if ok {
-		return a, nil
+		return ea, nil
 	}
-	if ok, err := o.Includes(a, b); err != nil {
+	if ok, err := includes(a, b); err != nil {
 		return cdcsync.Position{}, err
 	} else if ok {
-		return b, nil
+		return eb, nil
 	}
 	if !a.UsesGTID() || !b.UsesGTID() {
 		return cdcsync.Position{}, fmt.Errorf("positions %s and %s cannot be ordered", a, b)
 	}
 	out := a
 	switch a.Flavor {
-	case cdcsync.FlavorMariaDB:
+	case FlavorMariaDB:
 		// Per replication domain the lower sequence number; a domain only
 		// one of them has is left out (read from its start).
 		seqs := map[uint32]string{}
@@ -258,7 +288,7 @@ func (o Order) Earliest(a, b cdcsync.Position) (cdcsync.Position, error) {
 			parts = append(parts, part)
 		}
 		out.GTIDSet = strings.Join(parts, ",")
-	case cdcsync.FlavorMySQL:
+	case FlavorMySQL:
 		as, err := mysql.ParseMysqlGTIDSet(a.GTIDSet)
 		if err != nil {
 			return cdcsync.Position{}, fmt.Errorf("parse GTID set %q: %w", a.GTIDSet, err)
@@ -289,7 +319,7 @@ func (o Order) Earliest(a, b cdcsync.Position) (cdcsync.Position, error) {
 	if out.GTIDSet == "" {
 		return cdcsync.Position{}, fmt.Errorf("positions %s and %s share no transaction: cdcsync cannot start a stream before both", a, b)
 	}
-	return out, nil
+	return out.Position(), nil
 }
 
 // intersectIntervals intersects two sorted, merged interval lists (Stop

@@ -8,12 +8,12 @@ import (
 
 func TestCovers(t *testing.T) {
 	maria := func(set string) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set}
+		return Pos{Flavor: FlavorMariaDB, GTIDSet: set}.Position()
 	}
 	file := func(f string, off uint32) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: f, Offset: off, ServerUUID: "u1"}
+		return Pos{Flavor: FlavorMySQL, File: f, Offset: off, ServerUUID: "u1"}.Position()
 	}
-	mysqlSet := func(set string) cdcsync.Position { return cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: set} }
+	mysqlSet := func(set string) cdcsync.Position { return Pos{Flavor: FlavorMySQL, GTIDSet: set}.Position() }
 	cases := []struct {
 		name      string
 		committed cdcsync.Position
@@ -33,7 +33,7 @@ func TestCovers(t *testing.T) {
 		{"file later offset", file("binlog.000002", 500), cdcsync.Txn{Pos: file("binlog.000002", 501)}, false, false},
 		{"file later file", file("binlog.000002", 500), cdcsync.Txn{Pos: file("binlog.000010", 4)}, false, false},
 		{"file earlier file", file("binlog.000010", 4), cdcsync.Txn{Pos: file("binlog.000002", 900)}, true, false},
-		{"file other server", file("binlog.000002", 500), cdcsync.Txn{Pos: cdcsync.Position{Flavor: cdcsync.FlavorMySQL, File: "binlog.000001", Offset: 1, ServerUUID: "u2"}}, false, true},
+		{"file other server", file("binlog.000002", 500), cdcsync.Txn{Pos: Pos{Flavor: FlavorMySQL, File: "binlog.000001", Offset: 1, ServerUUID: "u2"}.Position()}, false, true},
 		{"gtid against file", maria("0-1-10"), cdcsync.Txn{Pos: file("binlog.000002", 500)}, false, true},
 		{"malformed gtid", maria("0-1-10"), cdcsync.Txn{GTID: "garbage"}, false, true},
 	}
@@ -58,7 +58,7 @@ func TestAdvanceMariaDBGTIDSet(t *testing.T) {
 
 func TestIncludes(t *testing.T) {
 	maria := func(set, file string, off uint32) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: set, File: file, Offset: off, ServerUUID: "s1"}
+		return Pos{Flavor: FlavorMariaDB, GTIDSet: set, File: file, Offset: off, ServerUUID: "s1"}.Position()
 	}
 	cases := []struct {
 		name string
@@ -76,11 +76,11 @@ func TestIncludes(t *testing.T) {
 		{"GTID against file only compares files", maria("0-1-10", "b.000002", 339), maria("", "b.000002", 339), true, false},
 		{"no file to compare", maria("0-1-10", "", 0), maria("", "b.000001", 4), false, true},
 		{"zero is before everything", maria("", "b.000001", 4), cdcsync.Position{}, true, false},
-		{"other server", maria("", "b.000001", 4), cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: "b.000001", Offset: 4, ServerUUID: "s2"}, false, true},
-		{"MySQL GTID sets", cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"},
-			cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"}, true, false},
-		{"MySQL GTID set behind", cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"},
-			cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"}, false, false},
+		{"other server", maria("", "b.000001", 4), Pos{Flavor: FlavorMariaDB, File: "b.000001", Offset: 4, ServerUUID: "s2"}.Position(), false, true},
+		{"MySQL GTID sets", Pos{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"}.Position(),
+			Pos{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"}.Position(), true, false},
+		{"MySQL GTID set behind", Pos{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"}.Position(),
+			Pos{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"}.Position(), false, false},
 	}
 	for _, c := range cases {
 		got, err := order.Includes(c.p, c.q)
@@ -92,10 +92,10 @@ func TestIncludes(t *testing.T) {
 
 func TestEarliest(t *testing.T) {
 	const u1, u2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "4e11fa47-71ca-11e1-9e33-c80aa9429562"
-	maria := func(s string) cdcsync.Position { return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, GTIDSet: s} }
-	my := func(s string) cdcsync.Position { return cdcsync.Position{Flavor: cdcsync.FlavorMySQL, GTIDSet: s} }
+	maria := func(s string) cdcsync.Position { return Pos{Flavor: FlavorMariaDB, GTIDSet: s}.Position() }
+	my := func(s string) cdcsync.Position { return Pos{Flavor: FlavorMySQL, GTIDSet: s}.Position() }
 	file := func(f string, o uint32) cdcsync.Position {
-		return cdcsync.Position{Flavor: cdcsync.FlavorMariaDB, File: f, Offset: o, ServerUUID: "s"}
+		return Pos{Flavor: FlavorMariaDB, File: f, Offset: o, ServerUUID: "s"}.Position()
 	}
 	for _, c := range []struct {
 		a, b, want cdcsync.Position

@@ -284,7 +284,7 @@ type AlterSpec struct {
 
 // Parse parses the statement q, run in database db (which qualifies the
 // table names it does not qualify) on a server of the flavor
-// (cdcsync.FlavorMySQL or cdcsync.FlavorMariaDB) under the sql_mode mode.
+// (binlogpos.FlavorMySQL or binlogpos.FlavorMariaDB) under the sql_mode mode.
 // A statement that is not about tables comes back as StmtOther; a
 // statement about tables that cannot be parsed is an error. The TiDB
 // parser (tidb.go) parses first; a statement it refuses (MariaDB-only

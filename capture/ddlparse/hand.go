@@ -1,6 +1,8 @@
 package ddlparse
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -905,7 +907,7 @@ func (p *ddlParser) dataType(c *ColumnDef) error {
 		}
 		dt = s
 	}
-	if dt == "json" && p.flavor == cdcsync.FlavorMariaDB {
+	if dt == "json" && p.flavor == binlogpos.FlavorMariaDB {
 		// MariaDB's JSON is LONGTEXT with a json_valid check.
 		dt = "longtext"
 		c.Charset, c.Collate = "utf8mb4", "utf8mb4_bin"

@@ -1,6 +1,8 @@
 package ddlparse
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"errors"
 	"fmt"
 	"strconv"
@@ -509,7 +511,7 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 	case "enum", "set":
 		d.Args = append([]string(nil), ft.GetElems()...)
 	case "json":
-		if a.flavor == cdcsync.FlavorMariaDB {
+		if a.flavor == binlogpos.FlavorMariaDB {
 			dt = "longtext"
 			d.Charset, d.Collate = "utf8mb4", "utf8mb4_bin"
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -61,7 +63,7 @@ func TestCompactByHandKeepsKeyIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		epoch++
-		if err := tb.Commit(ctx, lake.Epoch{Number: epoch, Pos: cdcsync.Position{File: "binlog.000001", Offset: uint32(epoch)}}, dels, rows, nil); err != nil {
+		if err := tb.Commit(ctx, lake.Epoch{Number: epoch, Pos: binlogpos.Pos{File: "binlog.000001", Offset: uint32(epoch)}.Position()}, dels, rows, nil); err != nil {
 			t.Fatal(err)
 		}
 		c, ok := tb.IndexCounts()

@@ -407,7 +407,9 @@ func describeStmt(st *Stmt) string {
 		if d.DefaultText != nil {
 			def = fmt.Sprintf("%q", *d.DefaultText)
 		}
-		return fmt.Sprintf("%+v defText=%s", *d, def)
+		x := *d
+		x.DefaultText = nil // a pointer: its text is defText
+		return fmt.Sprintf("%+v defText=%s", x, def)
 	}
 	fmt.Fprintf(&b, "kind=%d table=%v tables=%v database=%q renames=%v temporary=%v ifNotExists=%v orReplace=%v like=%v asSel=%v\n",
 		st.Kind, st.Table, st.Tables, st.Database, st.Renames, st.Temporary, st.ifNotExists, st.OrReplace, st.Like, st.AsSelect)

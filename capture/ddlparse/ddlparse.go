@@ -19,7 +19,6 @@
 package ddlparse
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/cdcsync/cdcsync"
@@ -290,10 +289,7 @@ type AlterSpec struct {
 // parser (tidb.go) parses first; a statement it refuses (MariaDB-only
 // syntax, mostly) goes to the hand-written parser (hand.go).
 func Parse(q, db, flavor string, mode SQLMode) (*Stmt, error) {
-	if st, err := parseDDLTiDB(q, db, flavor, mode); !errors.Is(err, errTiDBFallback) {
-		return st, err
-	}
-	return parseDDLHand(q, db, flavor, mode)
+	return parse(q, db, flavor, mode)
 }
 
 // CandidateTables returns every table a statement that Parse refuses

@@ -1,11 +1,8 @@
 package ddlparse
 
 import (
-	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"testing"
 
 	"github.com/cdcsync/cdcsync"
 )
@@ -452,58 +449,4 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-func TestDDLParsersAgree(t *testing.T) {
-	cases := append(append([]ddlCase(nil), ddlCorpus...), ddlBinlogCorpus...)
-	equal, fellBack, bothRefuse := 0, 0, 0
-	for _, c := range cases {
-		mode := c.mode
-		if !mode.known {
-			mode.Strict = true
-		}
-		hand, herr := parseDDLHand(c.q, "db", c.flavor, mode)
-		tidb, terr := parseDDLTiDB(c.q, "db", c.flavor, mode)
-		switch {
-		case errors.Is(terr, errTiDBFallback):
-			if c.fallback == "" {
-				t.Errorf("%s: %q: the TiDB parser refuses it (%v); the hand-written parser gives %v", c.src, c.q, terr, herr)
-				continue
-			}
-			fellBack++
-			if herr != nil {
-				bothRefuse++
-			}
-			continue
-		case terr != nil:
-			t.Errorf("%s: %q: %v", c.src, c.q, terr)
-			continue
-		case c.fallback != "":
-			t.Errorf("%s: %q: listed as refused by the TiDB parser (%s), but it parses", c.src, c.q, c.fallback)
-			continue
-		case herr != nil:
-			t.Errorf("%s: %q: the hand-written parser refuses it (%v), the TiDB parser does not", c.src, c.q, herr)
-			continue
-		}
-		h, d := comparableStmt(hand), comparableStmt(tidb)
-		if !reflect.DeepEqual(h, d) {
-			t.Errorf("%s: %q: the parsers disagree:\n%s", c.src, c.q, lineDiff(describeStmt(h), describeStmt(d)))
-			continue
-		}
-		equal++
-	}
-	t.Logf("%d statements: %d equal, %d for the hand-written parser (%d of them refused by both)", len(cases), equal, fellBack, bothRefuse)
-}
-
-// TestParseDDLFallsBack checks Parse takes the TiDB parser's result and
-// the hand-written parser's for what the TiDB parser refuses.
-func TestParseDDLFallsBack(t *testing.T) {
-	m := SQLMode{Strict: true}
-	st, err := Parse("ALTER ONLINE TABLE t ADD COLUMN c INET6", "db", cdcsync.FlavorMariaDB, m)
-	if err != nil || st.Kind != StmtAlter || st.Specs[0].Column.DataType != "inet6" {
-		t.Fatalf("MariaDB-only syntax: %+v %v", st, err)
-	}
-	if _, err := Parse("ALTER TABLE t ADD COLUMN x INT SPARKLY", "db", cdcsync.FlavorMariaDB, m); err == nil || errors.Is(err, errTiDBFallback) {
-		t.Fatalf("a statement neither parser takes: %v", err)
-	}
 }

@@ -7,27 +7,26 @@ import (
 	"github.com/cdcsync/cdcsync"
 )
 
-// The differential test of the two DDL parsers: every statement goes
-// through the TiDB parser (parseDDLTiDB) and the hand-written one
-// (parseDDLHand). Either the two build the same Stmt, or the TiDB
-// parser refuses the statement (errTiDBFallback) and the case says why in
-// its fallback field; a case whose fallback no longer happens fails too,
-// so the list stays exact.
+// The corpus of DDL statements TestParseGolden runs through Parse. A
+// case's fallback field says why the TiDB parser alone does not take the
+// statement as written (what the rewrite of rewrite.go is for, or an
+// error), as the differential test of the TiDB parser against the former
+// hand-written parser found it.
 //
-// The comparison leaves out what only the hand-written parser can keep
-// and nothing reads: ColumnDef.typeText (the type as written, unused),
-// AlterSpec.Text (the clause as written) except for SpecDataChange, which
-// messages quote, and SpecNoop clauses (indexes, options: capture's
-// applyAlter and key tracking skip them). A text the AST renders
-// (AlterSpec.Text of a data change, ColumnDef.DefaultExpr) is compared ignoring case, blanks,
-// backquotes and empty argument lists (CURRENT_TIMESTAMP()).
+// comparableStmt leaves out what nothing reads: ColumnDef.typeText (the
+// type as written, for messages), AlterSpec.Text (the clause as written)
+// except for SpecDataChange, which messages quote, and the SpecNoop clauses
+// (goldenStmt puts them back, as their Op). A text the AST renders
+// (AlterSpec.Text of a data change, ColumnDef.DefaultExpr) is compared
+// ignoring case, blanks, backquotes and empty argument lists
+// (CURRENT_TIMESTAMP()).
 
 type ddlCase struct {
 	src      string // where the statement comes from
 	q        string
 	flavor   string
 	mode     SQLMode
-	fallback string // why the TiDB parser refuses it ("": it must not)
+	fallback string // why the TiDB parser alone does not take it ("": it does)
 }
 
 // ddlCorpus holds every DDL statement of the repository's tests

@@ -70,6 +70,12 @@ var goldenExtra = []ddlCase{
 	{src: "extra", q: "ALTER TABLE t ADD COLUMN c INT INVISIBLE", flavor: cdcsync.FlavorMySQL},
 	{src: "extra", q: "ALTER TABLE t ADD COLUMN c INT VISIBLE", flavor: cdcsync.FlavorMySQL},
 	{src: "extra", q: "ALTER TABLE t ADD COLUMN c VARCHAR(10) CHARACTER SET utf8mb3 DEFAULT _utf8mb3'x'", flavor: cdcsync.FlavorMariaDB},
+	{src: "capture/ddl_test.go", q: "CREATE DEFINER=`root`@`localhost` TRIGGER `pt_osc_db_t_ins` AFTER INSERT ON `db`.`t` FOR EACH ROW REPLACE INTO `db`.`_t_new` (`id`) VALUES (NEW.`id`)", flavor: cdcsync.FlavorMariaDB},
+	{src: "extra", q: "CREATE PROCEDURE p() BEGIN SELECT 1; END", flavor: cdcsync.FlavorMariaDB},
+	{src: "extra", q: "ALTER EVENT e DISABLE", flavor: cdcsync.FlavorMariaDB},
+	{src: "extra", q: "DROP TRIGGER IF EXISTS tr", flavor: cdcsync.FlavorMariaDB},
+	{src: "extra", q: "GRANT SELECT ON db.* TO u", flavor: cdcsync.FlavorMariaDB},
+	{src: "extra", q: "OPTIMIZE TABLE t", flavor: cdcsync.FlavorMariaDB},
 }
 
 func goldenCases() []ddlCase {

@@ -35,8 +35,12 @@ type rewritten struct {
 	// has columns its definition does not list (row_start, row_end) as
 	// CREATE ... SELECT has: the Stmt says AsSelect.
 	versioned bool
-	err       error  // what the rewrite finds wrong, before the TiDB parser would not
-	ifExists  []bool // IF EXISTS of each DROP FOREIGN KEY/CONSTRAINT/CHECK and RENAME COLUMN, in order
+	err       error // what the rewrite finds wrong, before the TiDB parser would not
+	// other is a statement that does not change tables (CREATE TRIGGER,
+	// GRANT, ...): it is StmtOther without going to the TiDB parser, which
+	// does not know them all.
+	other    bool
+	ifExists []bool // IF EXISTS of each DROP FOREIGN KEY/CONSTRAINT/CHECK and RENAME COLUMN, in order
 }
 
 // editor collects the edits of the tokens.
@@ -130,6 +134,7 @@ func rewrite(q string, toks []token) rewritten {
 			i++
 		}
 		if !e.kw(i, "TABLE") {
+			r.other = true
 			break
 		}
 		if i++; e.kw(i, "IF", "NOT", "EXISTS") {
@@ -154,6 +159,7 @@ func rewrite(q string, toks []token) rewritten {
 			i++
 		}
 		if !e.kw(i, "TABLE") {
+			r.other = true
 			break
 		}
 		if i++; e.kw(i, "IF", "EXISTS") {
@@ -162,6 +168,7 @@ func rewrite(q string, toks []token) rewritten {
 		}
 		i = e.wait(e.tableName(i))
 		e.alterSpecs(i, &r)
+	case e.kw(0, "DROP") && (e.kw(1, "DATABASE") || e.kw(1, "SCHEMA")):
 	case e.kw(0, "DROP") && (e.kw(1, "TABLE") || e.kw(1, "TEMPORARY") || e.kw(1, "TABLES")):
 		for ; e.toks[i].kind != tkEOF; i++ {
 			if (e.kw(i, "WAIT") || e.kw(i, "NOWAIT")) && (e.atEnd(e.wait(i)) || e.kw(e.wait(i), "RESTRICT") || e.kw(e.wait(i), "CASCADE")) {
@@ -187,6 +194,8 @@ func rewrite(q string, toks []token) rewritten {
 				i = e.wait(i) - 1
 			}
 		}
+	default:
+		r.other = true
 	}
 	e.names()
 	r.sql = e.render(q)

@@ -35,6 +35,9 @@ func parse(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	if rw.err != nil {
 		return nil, rw.err
 	}
+	if rw.other {
+		return &Stmt{Kind: StmtOther}, nil
+	}
 	var m mysql.SQLMode
 	if mode.ansiQuotes {
 		m |= mysql.ModeANSIQuotes

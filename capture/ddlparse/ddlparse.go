@@ -6,12 +6,57 @@
 // Everything else a statement says (indexes, constraints, table options,
 // expressions) is skipped; any other statement is StmtOther.
 //
-// Parse tries the TiDB parser (github.com/pingcap/tidb/pkg/parser) first,
-// tidb.go, and falls back to a hand-written recursive-descent parser,
-// hand.go, for the MariaDB-only syntax the TiDB parser refuses. A clause
-// neither understands makes the statement an error, never a statement
-// skipped silently. The differential test (tidb_test.go) holds the two to
-// the same result on every statement the TiDB parser takes.
+// Parse parses with the TiDB parser (github.com/pingcap/tidb/pkg/parser)
+// and builds the Stmt from its AST (tidb.go). The TiDB grammar is MySQL's
+// and TiDB's, not MariaDB's, and its AST drops a few spellings cdcsync
+// needs; so the statement is first split into tokens (lex.go: string
+// literals, quoted identifiers, comments and executable comments, under the
+// statement's ANSI_QUOTES and NO_BACKSLASH_ESCAPES) and rewritten token by
+// token (rewrite.go), at the place in the statement where each construct
+// can be, into SQL the TiDB parser takes; what the rewrite takes away and
+// the Stmt needs comes back through the adapter. The constructs, and why:
+//
+//   - MariaDB-only syntax the TiDB grammar lacks, taken out (and what it
+//     means recorded): ALTER ONLINE TABLE; ALTER TABLE IF EXISTS; WAIT n and
+//     NOWAIT after the table of ALTER, TRUNCATE, RENAME (before TO) and the
+//     tables of DROP; CREATE OR REPLACE (Stmt.OrReplace); RENAME TABLES
+//     (made TABLE) and RENAME TABLE IF EXISTS; IF EXISTS after DROP FOREIGN
+//     KEY, DROP CONSTRAINT, DROP CHECK and RENAME COLUMN
+//     (AlterSpec.IfExists); INVISIBLE and VISIBLE columns (TiDB has no
+//     invisible columns); PERSISTENT generated columns (made STORED);
+//     WITH/WITHOUT SYSTEM VERSIONING on a column, and on a CREATE TABLE,
+//     which makes it AsSelect (the table has row_start and row_end columns
+//     its definition does not list).
+//   - MariaDB's types INET4, INET6, UUID and the spatial types (GEOMETRY,
+//     POINT, ..., with SRID n), which the TiDB grammar lacks: the column
+//     goes as INT with a marker, a COMMENT '@ddlparse:type=...' after the
+//     type that the AST keeps with the column, and the adapter restores
+//     the type.
+//   - Spellings the AST does not keep, marked the same way: NATIONAL,
+//     NCHAR and NVARCHAR (ColumnDef.National: TiDB keeps no character set
+//     for them), SERIAL (ColumnDef.Serial; its DEFAULT VALUE is taken out),
+//     BIT and YEAR without a length (TiDB gives BIT a length of 1).
+//   - Defaults: a number goes as the string of its text (the AST keeps 1e3
+//     as a float and 007 as 7); DATE 'x', TIME 'x' and TIMESTAMP 'x' as 'x'
+//     (the TiDB grammar refuses them after DEFAULT); an expression in
+//     parentheses other than a literal or a function call, which the TiDB
+//     grammar refuses, as NULL with a marker holding its text.
+//   - Character set and collation names after CHARACTER SET, CHARSET and
+//     COLLATE that the TiDB parser does not take as written: utf8mb3 and its
+//     collations (which it renames utf8), CHARACTER SET binary (which it
+//     turns into a binary type) and the names it does not know (swe7, big5,
+//     MariaDB's uca1400 collations) go as ddlparse_<name>, registered with
+//     the parser's charset package (AddCharset, AddCollation: its extension
+//     point for custom character sets); the adapter takes the prefix off.
+//   - Executable comments: the body of /*!...*/ and MariaDB's /*M!...*/ is
+//     parsed (the server ran it), a TiDB-only /*T!...*/ is not.
+//
+// The tokens also give what the AST drops: the CONSTRAINT name versus the
+// index name of a FOREIGN KEY, and DROP CHECK versus DROP CONSTRAINT.
+// Anything else goes to the TiDB parser as written, so a clause that it
+// does not know makes the statement an error, never a statement skipped
+// silently. The golden test (golden_test.go, testdata/parse.golden) holds
+// Parse to its results on every DDL statement of the tests and binlogs.
 //
 // What a statement means for the tables cdcsync mirrors (schema changes,
 // key and foreign-key tracking) is decided by package capture, which is the
@@ -19,7 +64,6 @@
 package ddlparse
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/cdcsync/cdcsync"
@@ -286,14 +330,9 @@ type AlterSpec struct {
 // table names it does not qualify) on a server of the flavor
 // (binlogpos.FlavorMySQL or binlogpos.FlavorMariaDB) under the sql_mode mode.
 // A statement that is not about tables comes back as StmtOther; a
-// statement about tables that cannot be parsed is an error. The TiDB
-// parser (tidb.go) parses first; a statement it refuses (MariaDB-only
-// syntax, mostly) goes to the hand-written parser (hand.go).
+// statement about tables that cannot be parsed is an error.
 func Parse(q, db, flavor string, mode SQLMode) (*Stmt, error) {
-	if st, err := parseDDLTiDB(q, db, flavor, mode); !errors.Is(err, errTiDBFallback) {
-		return st, err
-	}
-	return parseDDLHand(q, db, flavor, mode)
+	return parse(q, db, flavor, mode)
 }
 
 // CandidateTables returns every table a statement that Parse refuses

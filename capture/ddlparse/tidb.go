@@ -1,13 +1,10 @@
 package ddlparse
 
 import (
-	"github.com/cdcsync/cdcsync/capture/binlogpos"
-
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -17,73 +14,31 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
+	"github.com/cdcsync/cdcsync/capture/internal/strutil"
 )
 
-// This file parses DDL with the TiDB parser (github.com/pingcap/tidb/pkg/parser)
-// and builds the same Stmt the hand-written parser of hand.go builds.
-// Parse uses it first and falls back to the hand-written parser for a
-// statement it refuses (errTiDBFallback): MariaDB-only syntax the TiDB
-// grammar does not have (ALTER ONLINE, WAIT n/NOWAIT, CREATE OR REPLACE,
-// INET6, UUID, INVISIBLE, PERSISTENT, DROP FOREIGN KEY IF EXISTS, /*M!
-// comments, ...), syntax TiDB restricts (DEFAULT (expression), DATE '...'
-// defaults, GEOMETRY, character sets it does not know), and the few
-// spellings whose meaning the TiDB AST does not keep (see tidbAmbiguous).
-// Source text the AST does not keep is taken from the statement's tokens
-// (lex): the names around FOREIGN KEY and which keyword a DROP CHECK or
-// DROP CONSTRAINT used. The differential test is tidb_test.go.
+// This file builds a Stmt from the TiDB parser's AST of a statement that
+// rewrite.go has made into SQL the TiDB parser takes. Source text the AST
+// does not keep is taken from the statement's tokens (lex): the names
+// around FOREIGN KEY and which keyword a DROP CHECK or DROP CONSTRAINT
+// used.
 
-// errTiDBFallback means the TiDB parser or this adapter cannot build the
-// statement the way the hand-written parser would.
-var errTiDBFallback = errors.New("the TiDB parser does not take this statement")
+var tidbParser = parser.New() // guarded by tidbMu
 
-func tidbFallback(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errTiDBFallback, fmt.Sprintf(format, args...))
-}
-
-var tidbParsers = sync.Pool{New: func() any { return parser.New() }}
-
-// tidbAmbiguous names a spelling in the statement whose meaning the TiDB
-// AST does not keep, or "".
-func tidbAmbiguous(q string, toks []token) string {
-	if strings.Contains(q, "/*M!") || strings.Contains(q, "/*T!") {
-		return "an executable comment only MariaDB (/*M!) or only TiDB (/*T!) runs"
-	}
-	for i, t := range toks {
-		switch {
-		case isKw(t, "NATIONAL"), isKw(t, "NCHAR"), isKw(t, "NVARCHAR"):
-			return "NATIONAL character types (utf8mb3), which the AST does not mark"
-		case t.kind == tkWord && strings.HasPrefix(strings.ToLower(t.text), "utf8mb3"):
-			return "utf8mb3, which the TiDB parser renames utf8"
-		case isKw(t, "SERIAL"):
-			return "SERIAL, which the AST expands"
-		case isKw(t, "BINARY") && i > 0 && (isKw(toks[i-1], "SET") || isKw(toks[i-1], "CHARSET") ||
-			isPunctTok(toks[i-1], "=") && i > 1 && (isKw(toks[i-2], "SET") || isKw(toks[i-2], "CHARSET"))):
-			return "CHARACTER SET binary, which the AST turns into a binary type"
-		case isKw(t, "BIT") && !isPunctTok(toks[i+1], "("):
-			return "BIT without a length, which the AST gives length 1"
-		case isKw(t, "YEAR") && !isPunctTok(toks[i+1], "("):
-			return "YEAR without a length"
-		case t.kind == tkNumber && (strings.ContainsAny(t.text, "eE") || strings.HasPrefix(t.text, ".") ||
-			len(t.text) > 1 && t.text[0] == '0' && t.text[1] >= '0' && t.text[1] <= '9'):
-			return "a number the AST does not keep as written"
-		}
-	}
-	return ""
-}
-
-// parseDDLTiDB parses q with the TiDB parser and builds the Stmt
-// Parse builds; an error wrapping errTiDBFallback means the statement
-// is for the hand-written parser.
-func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
+// parse parses q as Parse does.
+func parse(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	toks, err := lex(q, mode)
 	if err != nil {
-		return nil, tidbFallback("%v", err)
+		return nil, err
 	}
-	if why := tidbAmbiguous(q, toks); why != "" {
-		return nil, tidbFallback("%s", why)
+	rw := rewrite(q, toks)
+	if rw.err != nil {
+		return nil, rw.err
 	}
-	p := tidbParsers.Get().(*parser.Parser)
-	defer tidbParsers.Put(p)
+	if rw.other {
+		return &Stmt{Kind: StmtOther}, nil
+	}
 	var m mysql.SQLMode
 	if mode.ansiQuotes {
 		m |= mysql.ModeANSIQuotes
@@ -94,20 +49,27 @@ func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 	if mode.realAsFloat {
 		m |= mysql.ModeRealAsFloat
 	}
-	p.SetSQLMode(m)
-	stmts, _, err := p.Parse(q, "", "")
+	tidbMu.Lock()
+	tidbParser.SetSQLMode(m)
+	stmts, _, err := tidbParser.Parse(rw.sql, "", "")
+	tidbMu.Unlock()
 	if err != nil {
-		return nil, tidbFallback("%v", err)
+		return nil, fmt.Errorf("%v (in %q)", err, strutil.Abbreviate(rw.sql, 200))
 	}
 	if len(stmts) != 1 {
-		return nil, tidbFallback("%d statements", len(stmts))
+		return nil, fmt.Errorf("%d statements", len(stmts))
 	}
-	a := &tidbAdapter{q: q, toks: toks, db: db, flavor: flavor}
+	a := &tidbAdapter{q: q, toks: toks, db: db, flavor: flavor, ifExists: rw.ifExists}
 	switch n := stmts[0].(type) {
 	case *ast.AlterTableStmt:
 		return a.alter(n)
 	case *ast.CreateTableStmt:
-		return a.create(n)
+		s, err := a.create(n)
+		if s != nil {
+			s.OrReplace = rw.orReplace
+			s.AsSelect = s.AsSelect || rw.versioned && s.Create != nil
+		}
+		return s, err
 	case *ast.DropTableStmt:
 		if n.IsView {
 			return &Stmt{Kind: StmtOther}, nil
@@ -127,14 +89,8 @@ func parseDDLTiDB(q, db, flavor string, mode SQLMode) (*Stmt, error) {
 		return s, nil
 	case *ast.TruncateTableStmt:
 		return &Stmt{Kind: StmtTruncate, Table: a.table(n.Table)}, nil
-	case *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.AlterDatabaseStmt, *ast.CreateDatabaseStmt,
-		*ast.CreateViewStmt, *ast.DropSequenceStmt, *ast.CreateSequenceStmt, *ast.CreateUserStmt,
-		*ast.DropUserStmt, *ast.RenameUserStmt, *ast.GrantStmt, *ast.RevokeStmt, *ast.AlterUserStmt,
-		*ast.SetStmt, *ast.FlushStmt, *ast.AnalyzeTableStmt, *ast.BeginStmt, *ast.CommitStmt, *ast.RollbackStmt,
-		*ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.SelectStmt:
-		return &Stmt{Kind: StmtOther}, nil
 	}
-	return nil, tidbFallback("%T", stmts[0])
+	return &Stmt{Kind: StmtOther}, nil
 }
 
 // tidbAdapter builds a Stmt from the TiDB AST of one statement.
@@ -145,7 +101,24 @@ type tidbAdapter struct {
 	flavor string
 	fks    int // FOREIGN KEY clauses taken from toks so far
 	drops  int // DROP CHECK/CONSTRAINT clauses taken from toks so far
+	// ifExists is rewritten.ifExists, taken in order.
+	ifExists []bool
 }
+
+// nextIfExists takes the IF EXISTS the rewrite took out of the next DROP
+// FOREIGN KEY, DROP CONSTRAINT, DROP CHECK or RENAME COLUMN.
+func (a *tidbAdapter) nextIfExists() bool {
+	if len(a.ifExists) == 0 {
+		return false
+	}
+	v := a.ifExists[0]
+	a.ifExists = a.ifExists[1:]
+	return v
+}
+
+// realName is the character set or collation name a placeholder (see
+// placeholder) stands for, lower-case.
+func realName(s string) string { return strings.TrimPrefix(strings.ToLower(s), placeholderPrefix) }
 
 func (a *tidbAdapter) table(t *ast.TableName) cdcsync.TableID {
 	if t.Schema.O != "" {
@@ -207,7 +180,7 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 			out.Columns = cols
 		} else {
 			if len(cols) != 1 {
-				return nil, tidbFallback("ADD COLUMN with %d columns", len(cols))
+				return nil, fmt.Errorf("ADD COLUMN with %d columns", len(cols))
 			}
 			out.Column = cols[0]
 			a.position(&out, sp.Position)
@@ -235,7 +208,7 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 	case ast.AlterTableDropPrimaryKey:
 		return []AlterSpec{{Op: SpecDropPK}}, nil
 	case ast.AlterTableDropForeignKey:
-		return []AlterSpec{{Op: SpecDropFK, Name: sp.Name, IfExists: sp.IfExists}}, nil
+		return []AlterSpec{{Op: SpecDropFK, Name: sp.Name, IfExists: sp.IfExists || a.nextIfExists()}}, nil
 	case ast.AlterTableDropCheck:
 		// DROP CONSTRAINT c and DROP CHECK c come out alike: the keyword
 		// is in the tokens.
@@ -243,13 +216,14 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 		if err != nil {
 			return nil, err
 		}
+		ifExists := a.nextIfExists()
 		if kw == "CHECK" {
 			return []AlterSpec{noop(text)}, nil
 		}
-		return []AlterSpec{{Op: SpecDropConstraint, Name: sp.Constraint.Name, IfExists: sp.IfExists}}, nil
+		return []AlterSpec{{Op: SpecDropConstraint, Name: sp.Constraint.Name, IfExists: sp.IfExists || ifExists}}, nil
 	case ast.AlterTableModifyColumn, ast.AlterTableChangeColumn:
 		if len(sp.NewColumns) != 1 {
-			return nil, tidbFallback("MODIFY/CHANGE with %d columns", len(sp.NewColumns))
+			return nil, fmt.Errorf("MODIFY/CHANGE with %d columns", len(sp.NewColumns))
 		}
 		d, err := a.column(sp.NewColumns[0])
 		if err != nil {
@@ -263,7 +237,7 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 		return []AlterSpec{out}, nil
 	case ast.AlterTableRenameColumn:
 		return []AlterSpec{{Op: SpecRenameColumn, Name: sp.OldColumnName.Name.O, NewName: sp.NewColumnName.Name.O,
-			IfExists: sp.IfExists, Text: text}}, nil
+			IfExists: sp.IfExists || a.nextIfExists(), Text: text}}, nil
 	case ast.AlterTableRenameTable:
 		return []AlterSpec{{Op: SpecRenameTable, Table: a.table(sp.NewTable)}}, nil
 	case ast.AlterTableOption:
@@ -281,10 +255,10 @@ func (a *tidbAdapter) alterSpec(sp *ast.AlterTableSpec) ([]AlterSpec, error) {
 		ast.AlterTableOrderByColumns, ast.AlterTableDropIndex:
 		return []AlterSpec{noop(text)}, nil
 	}
-	return nil, tidbFallback("ALTER TABLE clause %d", sp.Tp)
+	return nil, fmt.Errorf("ALTER TABLE clause %d", sp.Tp)
 }
 
-// tableOptions maps table options as the hand-written parser does: a
+// tableOptions maps table options: a
 // character set (with the collation after it) is one SpecCharset, CONVERT
 // TO one SpecConvert, ENGINE=BLACKHOLE a data change, anything else a noop.
 func (a *tidbAdapter) tableOptions(opts []*ast.TableOption) ([]AlterSpec, error) {
@@ -297,12 +271,12 @@ func (a *tidbAdapter) tableOptions(opts []*ast.TableOption) ([]AlterSpec, error)
 			if o.UintValue == ast.TableOptionCharsetWithConvertTo {
 				op = SpecConvert
 			}
-			out = append(out, AlterSpec{Op: op, Charset: strings.ToLower(o.StrValue)})
+			out = append(out, AlterSpec{Op: op, Charset: realName(o.StrValue)})
 			if i+1 < len(opts) && opts[i+1].Tp == ast.TableOptionCollate {
 				i++
 			}
 		case ast.TableOptionCollate:
-			out = append(out, AlterSpec{Op: SpecCharset, Charset: CharsetOfCollation(o.StrValue)})
+			out = append(out, AlterSpec{Op: SpecCharset, Charset: CharsetOfCollation(realName(o.StrValue))})
 		case ast.TableOptionEngine:
 			if strings.EqualFold(o.StrValue, "BLACKHOLE") {
 				out = append(out, AlterSpec{Op: SpecDataChange, Text: restore(o)})
@@ -320,7 +294,7 @@ func keyNames(keys []*ast.IndexPartSpecification) ([]string, error) {
 	var cols []string
 	for _, k := range keys {
 		if k.Column == nil {
-			return nil, tidbFallback("a functional key part")
+			return nil, fmt.Errorf("a functional key part")
 		}
 		cols = append(cols, k.Column.Name.O)
 	}
@@ -345,7 +319,7 @@ func (a *tidbAdapter) foreignKey(c *ast.Constraint) (*ForeignKeyDef, error) {
 		return nil, err
 	}
 	if len(fk.Columns) != len(fk.ParentColumns) {
-		return nil, tidbFallback("column counts differ")
+		return nil, fmt.Errorf("column counts differ")
 	}
 	action := func(o ast.ReferOptionType) cdcsync.FKAction {
 		switch o {
@@ -389,7 +363,7 @@ func (a *tidbAdapter) nextForeignKey() (name, index string, err error) {
 		}
 		return name, index, nil
 	}
-	return "", "", tidbFallback("FOREIGN KEY not found in the tokens")
+	return "", "", fmt.Errorf("FOREIGN KEY not found in the tokens")
 }
 
 // nextDropCheck finds the keyword of the next DROP CHECK / DROP CONSTRAINT.
@@ -405,7 +379,7 @@ func (a *tidbAdapter) nextDropCheck() (string, error) {
 		a.drops++
 		return strings.ToUpper(a.toks[i+1].text), nil
 	}
-	return "", tidbFallback("DROP CHECK not found in the tokens")
+	return "", fmt.Errorf("DROP CHECK not found in the tokens")
 }
 
 func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*Stmt, error) {
@@ -440,8 +414,8 @@ func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*Stmt, error) {
 			}
 			def.PrimaryKey = pk
 		case ast.ConstraintForeignKey:
-			// The hand-written parser skips table-level keys of CREATE
-			// TABLE; the tokens still count this one.
+			// Table-level foreign keys of CREATE TABLE are skipped; the
+			// tokens still count this one.
 			if _, _, err := a.nextForeignKey(); err != nil {
 				return nil, err
 			}
@@ -453,17 +427,17 @@ func (a *tidbAdapter) create(n *ast.CreateTableStmt) (*Stmt, error) {
 	for _, o := range n.Options {
 		switch o.Tp {
 		case ast.TableOptionCharset:
-			def.Charset = strings.ToLower(o.StrValue)
+			def.Charset = realName(o.StrValue)
 		case ast.TableOptionCollate:
 			if def.Charset == "" {
-				def.Charset = CharsetOfCollation(o.StrValue)
+				def.Charset = CharsetOfCollation(realName(o.StrValue))
 			}
 		}
 	}
 	return s, nil
 }
 
-// tidbTypes maps the AST's type codes to the names hand.go uses.
+// tidbTypes maps the AST's type codes to the type names of ColumnDef.
 var tidbTypes = map[byte]string{
 	mysql.TypeTiny: "tinyint", mysql.TypeShort: "smallint", mysql.TypeInt24: "mediumint", mysql.TypeLong: "int",
 	mysql.TypeLonglong: "bigint", mysql.TypeNewDecimal: "decimal", mysql.TypeFloat: "float", mysql.TypeDouble: "double",
@@ -477,12 +451,12 @@ var tidbTypes = map[byte]string{
 func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 	ft := c.Tp
 	if ft == nil {
-		return nil, tidbFallback("a column without a type")
+		return nil, fmt.Errorf("a column without a type")
 	}
 	d := &ColumnDef{Name: c.Name.Name.O}
 	dt, ok := tidbTypes[ft.GetType()]
 	if !ok {
-		return nil, tidbFallback("column type %d", ft.GetType())
+		return nil, fmt.Errorf("column type %d", ft.GetType())
 	}
 	binary := ft.GetCharset() == "binary"
 	switch dt {
@@ -528,10 +502,11 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 		d.Unsigned = true
 	}
 	if !binary && dt != "json" {
-		d.Charset = strings.ToLower(ft.GetCharset())
-		d.Collate = strings.ToLower(ft.GetCollate())
+		d.Charset = realName(ft.GetCharset())
+		d.Collate = realName(ft.GetCollate())
 	}
 	d.typeText = ft.String()
+	var marks []string
 	for _, o := range c.Options {
 		switch o.Tp {
 		case ast.ColumnOptionNotNull:
@@ -549,15 +524,46 @@ func (a *tidbAdapter) column(c *ast.ColumnDef) (*ColumnDef, error) {
 		case ast.ColumnOptionGenerated:
 			d.Generated = true
 		case ast.ColumnOptionCollate:
-			d.Collate = strings.ToLower(o.StrValue)
-		case ast.ColumnOptionUniqKey, ast.ColumnOptionComment, ast.ColumnOptionReference, ast.ColumnOptionCheck,
+			d.Collate = realName(o.StrValue)
+		case ast.ColumnOptionComment:
+			if v, ok := o.Expr.(*test_driver.ValueExpr); ok && strings.HasPrefix(v.GetString(), markerPrefix) {
+				marks = append(marks, strings.TrimPrefix(v.GetString(), markerPrefix))
+			}
+		case ast.ColumnOptionUniqKey, ast.ColumnOptionReference, ast.ColumnOptionCheck,
 			ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionOnUpdate,
 			ast.ColumnOptionSecondaryEngineAttribute, ast.ColumnOptionNoOption:
 		default:
-			return nil, tidbFallback("column option %d", o.Tp)
+			return nil, fmt.Errorf("column option %d", o.Tp)
+		}
+	}
+	for _, m := range marks {
+		if err := marked(d, m); err != nil {
+			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// marked applies a column marker of the rewrite to d.
+func marked(d *ColumnDef, m string) error {
+	k, v, _ := strings.Cut(m, "=")
+	switch k {
+	case "type": // INET6 and the like, given as INT
+		d.DataType, d.typeText, d.Args = v, v, nil
+	case "national":
+		d.National = true
+	case "serial":
+		d.Serial, d.Args = true, nil
+	case "nolen": // BIT or YEAR without a length
+		d.Args = nil
+	case "default": // DEFAULT (expression), given as DEFAULT NULL
+		text, err := hex.DecodeString(v)
+		if err != nil {
+			return err
+		}
+		d.DefaultNull, d.DefaultExpr = false, string(text)
+	}
+	return nil
 }
 
 // defaultOf sets the default of d from the expression after DEFAULT: a
@@ -601,10 +607,10 @@ func defaultOf(d *ColumnDef, e ast.ExprNode) error {
 	case test_driver.KindBinaryLiteral, test_driver.KindMysqlBit:
 		s = string(v.GetBytes())
 	default:
-		return tidbFallback("a default of kind %d", v.Kind())
+		return fmt.Errorf("a default of kind %d", v.Kind())
 	}
 	if sign != "" && strings.HasPrefix(s, "-") {
-		return tidbFallback("a double minus")
+		return fmt.Errorf("a double minus")
 	}
 	s = sign + s
 	d.DefaultText = &s

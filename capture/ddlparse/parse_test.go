@@ -1,13 +1,12 @@
 package ddlparse
 
 import (
-	"github.com/cdcsync/cdcsync/capture/binlogpos"
-
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 )
 
 func TestLex(t *testing.T) {

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
+	"io"
+	"strings"
 )
 
 // Position is a point in the source's change stream (a binlog position for
@@ -38,21 +39,40 @@ func (p Position) IsZero() bool { return p.raw == "" }
 // Encoded returns the source's encoding of p ("" for the zero Position).
 func (p Position) Encoded() string { return p.raw }
 
-// String renders p for people, as the source says (SetPositionText), else
-// as its encoded form.
+// String renders p for people without knowing what it means: the values
+// of its encoded object, in order, joined by colons ("mariadb:0-1-5",
+// "mysql:binlog.000003:77:<server uuid>"); "none" for the zero Position.
 func (p Position) String() string {
-	if f := positionText.Load(); f != nil {
-		return (*f)(p)
+	if p.raw == "" {
+		return "none"
 	}
-	return p.Encode()
+	dec := json.NewDecoder(strings.NewReader(p.raw))
+	dec.UseNumber()
+	var parts []string
+	for key := true; ; {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return p.raw
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			continue
+		case string:
+			if !key && v != "" {
+				parts = append(parts, v)
+			}
+		default:
+			if !key {
+				parts = append(parts, fmt.Sprint(v))
+			}
+		}
+		key = !key
+	}
+	return strings.Join(parts, ":")
 }
-
-var positionText atomic.Pointer[func(Position) string]
-
-// SetPositionText sets how Position.String renders positions for the
-// messages and logs of the core. The source sets it (the core cannot read
-// a position), as capture/binlogpos does when it is linked in.
-func SetPositionText(f func(Position) string) { positionText.Store(&f) }
 
 // Encode returns the form stored in snapshot summaries and checkpoints.
 func (p Position) Encode() string {

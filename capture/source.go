@@ -26,6 +26,7 @@ type Source struct {
 	flavor  string
 	version string
 	uuid    string
+	order   binlogpos.Order
 }
 
 // NewSource returns the source cfg describes. ddl supplies the ddl:
@@ -33,7 +34,7 @@ type Source struct {
 // (snapshot.workers), values applies the types: policies on both the
 // binlog and the copy path.
 func NewSource(cfg *config.Source, ddl DDLPolicies, workers int, values *ValuePolicy, log *slog.Logger) *Source {
-	return &Source{cfg: cfg, ddl: ddl, workers: workers, values: values, log: log}
+	return &Source{cfg: cfg, ddl: ddl, workers: workers, values: values, log: log, order: binlogpos.NewOrder()}
 }
 
 func (s *Source) addr() string {
@@ -145,7 +146,7 @@ func (s *Source) Chunks() (merge.ChunkSource, func()) {
 }
 
 // Order orders the server's positions.
-func (s *Source) Order() cdcsync.Order { return binlogpos.Order{} }
+func (s *Source) Order() cdcsync.Order { return s.order }
 
 // Stream reads the binlog from spec.Start (see Stream).
 func (s *Source) Stream(ctx context.Context, spec merge.StreamSpec, out chan<- *cdcsync.Txn) error {

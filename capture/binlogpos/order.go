@@ -8,29 +8,41 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/cdcsync/cdcsync"
 )
 
-// Order orders MySQL and MariaDB positions (cdcsync.Order).
-type Order struct{}
+// Order orders MySQL and MariaDB positions (cdcsync.Order). The zero Order
+// works; one from NewOrder also remembers the positions it decoded last,
+// for a pipeline that asks Covers once per transaction.
+type Order struct {
+	memo *memo
+}
+
+// NewOrder returns an Order that remembers the positions it decoded last.
+func NewOrder() Order { return Order{memo: &memo{}} }
 
 // Covers reports whether the transaction t, which ends at t.Pos and carries
 // t.GTID, is already included in the position p: that is, whether a table
 // committed at p already holds t's changes.
-func (Order) Covers(committed cdcsync.Position, t *cdcsync.Txn) (bool, error) {
+func (o Order) Covers(committed cdcsync.Position, t *cdcsync.Txn) (bool, error) {
 	if committed.IsZero() {
 		return false, nil
 	}
-	p, err := decodeCached(committed, &lastCovered)
+	var coveredSlot, txnSlot *atomic.Pointer[decoded]
+	if o.memo != nil {
+		coveredSlot, txnSlot = &o.memo.covered, &o.memo.txn
+	}
+	p, err := decodeCached(committed, coveredSlot)
 	if err != nil || p.IsZero() {
 		return false, err
 	}
 	var tp Pos
 	if t.GTID == "" || !p.UsesGTID() {
-		if tp, err = decodeCached(t.Pos, &lastTxn); err != nil {
+		if tp, err = decodeCached(t.Pos, txnSlot); err != nil {
 			return false, err
 		}
 	}

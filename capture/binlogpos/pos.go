@@ -42,16 +42,6 @@ func (p Pos) String() string {
 	return p.Flavor + ":" + p.File + ":" + strconv.FormatUint(uint64(p.Offset), 10)
 }
 
-func init() {
-	cdcsync.SetPositionText(func(p cdcsync.Position) string {
-		q, err := Decode(p)
-		if err != nil {
-			return p.Encode()
-		}
-		return q.String()
-	})
-}
-
 // Position encodes p for the core. The encoding is what encoding/json made
 // of the struct cdcsync.Position was before it became opaque (keys flavor,
 // gtid_set, file, offset, server_uuid; all but flavor omitted when empty),
@@ -224,11 +214,18 @@ type decoded struct {
 	pos Pos
 }
 
-// The positions Covers decoded last: a table's committed position, and a
-// transaction's, which the pipeline checks against each table's.
-var lastCovered, lastTxn atomic.Pointer[decoded]
+// memo holds the positions an Order's Covers decoded last: a table's
+// committed position, and a transaction's, which the pipeline checks
+// against each table's.
+type memo struct {
+	covered, txn atomic.Pointer[decoded]
+}
 
+// decodeCached decodes p, through slot when there is one.
 func decodeCached(p cdcsync.Position, slot *atomic.Pointer[decoded]) (Pos, error) {
+	if slot == nil {
+		return Decode(p)
+	}
 	raw := p.Encoded()
 	if d := slot.Load(); d != nil && d.raw == raw {
 		return d.pos, nil

@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/cdcsync/cdcsync"
 )
@@ -22,7 +21,7 @@ type batchBuilder struct {
 }
 
 func newBatchBuilder(l *rowLayout) *batchBuilder {
-	return &batchBuilder{layout: l, b: array.NewRecordBuilder(memory.DefaultAllocator, l.schema)}
+	return &batchBuilder{layout: l, b: array.NewRecordBuilder(writeBuffers, l.schema)}
 }
 
 // ErrValue is wrapped by the error of a write that holds a value its

@@ -60,6 +60,10 @@ export PATH="$TOOLS:$PATH"
 # decodes itself with go-mysql too and stops on a difference
 # (capture/rowimage.go): the whole suite is a differential test of it.
 export CDCSYNC_CHECK_ROW_IMAGES=1
+# The Arrow buffers of the files cdcsync writes are recycled
+# (lake/bufpool.go); freed ones are filled with 0xA5, so that a buffer
+# used after its release corrupts what the tests read back.
+export CDCSYNC_POISON_FREED_BUFFERS=1
 
 banner() {
 	printf '\n==> %s\n' "$*"

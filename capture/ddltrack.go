@@ -86,11 +86,14 @@ func (r *reader) probe(h *replication.EventHeader) *cdcsync.Txn {
 	return p
 }
 
-func covers(pos cdcsync.Position, probe *cdcsync.Txn) bool {
+// covers reports whether pos includes the transaction probe ends. The
+// reader's Order remembers the positions it decoded last: a table catching
+// up asks about its committed position at every rows event.
+func (r *reader) covers(pos cdcsync.Position, probe *cdcsync.Txn) bool {
 	if pos.IsZero() {
 		return false
 	}
-	ok, err := binlogpos.Order{}.Covers(pos, probe)
+	ok, err := r.order.Covers(pos, probe)
 	return err == nil && ok
 }
 
@@ -98,7 +101,7 @@ func covers(pos cdcsync.Position, probe *cdcsync.Txn) bool {
 // statement or transaction probe ends.
 func (r *reader) covered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	t := r.tables[id]
-	return t != nil && (covers(t.schemaPos, probe) || covers(t.committed, probe))
+	return t != nil && (r.covers(t.schemaPos, probe) || r.covers(t.committed, probe))
 }
 
 func (r *reader) ddlPolicies() DDLPolicies {
@@ -188,7 +191,7 @@ func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode ddlparse.SQLMod
 		named[parseTableName(db, m[2])] = true
 		verb := strings.ToUpper(strings.Fields(m[1])[0])
 		id := parseTableName(db, m[2])
-		if verb == "CREATE" && r.tables[id] == nil && !r.stopped[id] && r.selects(id) && !covers(r.cfg.Horizon, probe) {
+		if verb == "CREATE" && r.tables[id] == nil && !r.stopped[id] && r.selects(id) && !r.covers(r.cfg.Horizon, probe) {
 			return nil, fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
 		}
 	}
@@ -209,7 +212,7 @@ func (r *reader) unparsed(probe *cdcsync.Txn, db, q string, mode ddlparse.SQLMod
 		if r.tables[id] != nil && !r.covered(id, probe) {
 			out = append(out, r.policyChange(id, q, fmt.Sprintf("cdcsync cannot parse the statement (%v)", perr), true))
 		}
-		if s := r.shadows[id]; s != nil && !covers(s.pos, probe) {
+		if s := r.shadows[id]; s != nil && !r.covers(s.pos, probe) {
 			s.sh.Schema, s.sh.Sources = nil, nil
 			out = append(out, cdcsync.SchemaChange{Table: s.base, Kind: cdcsync.ChangeShadow, Shadow: cloneShadow(&s.sh),
 				Reason: fmt.Sprintf("cdcsync cannot parse the statement (%v)", perr)})
@@ -295,7 +298,7 @@ func (r *reader) droppedKeep(probe *cdcsync.Txn, id cdcsync.TableID, why string,
 	}
 	if s := r.shadows[id]; s != nil {
 		delete(r.shadows, id)
-		if covers(s.pos, probe) {
+		if r.covers(s.pos, probe) {
 			return nil
 		}
 		sh := cdcsync.Shadow{ID: id, Dropped: true}
@@ -346,7 +349,7 @@ func (r *reader) alter(probe *cdcsync.Txn, st *ddlparse.Stmt, q string, mode ddl
 		return out, nil
 	case r.shadows[id] != nil:
 		s := r.shadows[id]
-		if covers(s.pos, probe) {
+		if r.covers(s.pos, probe) {
 			return nil, nil
 		}
 		if s.sh.Schema != nil {
@@ -403,7 +406,7 @@ func (r *reader) create(probe *cdcsync.Txn, st *ddlparse.Stmt, q string) ([]cdcs
 		if bt == nil {
 			return nil, nil
 		}
-		if old := r.shadows[id]; old != nil && covers(old.pos, probe) {
+		if old := r.shadows[id]; old != nil && r.covers(old.pos, probe) {
 			return nil, nil
 		}
 		s := &shadowState{base: bid, sh: cdcsync.Shadow{ID: id}}
@@ -438,7 +441,7 @@ func (r *reader) create(probe *cdcsync.Txn, st *ddlparse.Stmt, q string) ([]cdcs
 		r.shadows[id] = s
 		return []cdcsync.SchemaChange{{Table: bid, Kind: cdcsync.ChangeShadow, Shadow: cloneShadow(&s.sh)}}, nil
 	}
-	if r.selects(id) && !covers(r.cfg.Horizon, probe) {
+	if r.selects(id) && !r.covers(r.cfg.Horizon, probe) {
 		return nil, fmt.Errorf("%w: %s was created at %s", ErrNewTable, id, r.position())
 	}
 	return nil, nil
@@ -596,7 +599,7 @@ func (r *reader) rename(probe *cdcsync.Txn, pairs [][2]cdcsync.TableID, q string
 			}
 		}
 	}
-	if newTable && !covers(r.cfg.Horizon, probe) {
+	if newTable && !r.covers(r.cfg.Horizon, probe) {
 		r.restart = fmt.Errorf("%w: %q at %s gives a mirrored name a table cdcsync has not copied", ErrNewTable, strutil.Abbreviate(q, 120), r.position())
 	}
 	return out, nil

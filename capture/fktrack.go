@@ -100,7 +100,7 @@ func (r *reader) keyTables(id cdcsync.TableID) []cdcsync.TableID {
 // reflect the statement probe ends.
 func (r *reader) keysCovered(id cdcsync.TableID, probe *cdcsync.Txn) bool {
 	k := r.keys[id]
-	return r.covered(id, probe) || k != nil && covers(k.Pos, probe)
+	return r.covered(id, probe) || k != nil && r.covers(k.Pos, probe)
 }
 
 func (r *reader) alterKeys(probe *cdcsync.Txn, q string, st *ddlparse.Stmt) []cdcsync.SchemaChange {

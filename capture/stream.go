@@ -405,6 +405,7 @@ const eventCacheCount = 256
 // reader assembles binlog events into transactions.
 type reader struct {
 	cfg   StreamConfig
+	order binlogpos.Order
 	gtid  bool   // positions are GTID sets (the start position is one)
 	gtids string // GTID set up to the last finished transaction
 	file  string
@@ -434,7 +435,7 @@ func newReader(cfg StreamConfig) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{cfg: cfg, gtid: start.UsesGTID(), gtids: start.GTIDSet, file: start.File, pos: start.Offset}
+	r := &reader{cfg: cfg, order: binlogpos.NewOrder(), gtid: start.UsesGTID(), gtids: start.GTIDSet, file: start.File, pos: start.Offset}
 	r.initTracking()
 	return r, nil
 }
@@ -513,7 +514,7 @@ func mariadbInOrder(set, gtid string, at binlogpos.Pos) error {
 	if set == "" {
 		return nil
 	}
-	covered, err := binlogpos.Order{}.Covers(binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: set}.Position(), &cdcsync.Txn{GTID: gtid})
+	covered, err := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: set}.Contains(gtid)
 	if err != nil || !covered {
 		return err
 	}
@@ -670,7 +671,7 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	if t.catching {
 		// Events the table's Iceberg rows already hold are passed over
 		// without decoding: they may predate the schema cdcsync holds.
-		if covers(t.committed, r.probe(h)) {
+		if r.covers(t.committed, r.probe(h)) {
 			return nil
 		}
 		t.catching = false

@@ -196,7 +196,7 @@ func (r *reader) unknownXA(h *replication.EventHeader, xid string) {
 	probe := r.probe(h)
 	var missing []string
 	for id, t := range r.tables {
-		if !r.stopped[id] && !covers(t.committed, probe) {
+		if !r.stopped[id] && !r.covers(t.committed, probe) {
 			missing = append(missing, id.String())
 		}
 	}

@@ -92,6 +92,10 @@ func fileSeq(f string) int64 {
 	return n
 }
 
+// Contains reports whether the GTID position p includes the transaction
+// gtid (what Covers asks of a committed position, without encoding p).
+func (p Pos) Contains(gtid string) (bool, error) { return gtidSetContains(p.Flavor, p.GTIDSet, gtid) }
+
 func gtidSetContains(flavor, set, gtid string) (bool, error) {
 	switch flavor {
 	case FlavorMariaDB:

@@ -96,8 +96,10 @@ func TestHugeTransactions(t *testing.T) {
 		// The memory measured is the daemon's as users run it: without the
 		// tests' second decoding of every row image (scripts/test.sh's
 		// CDCSYNC_CHECK_ROW_IMAGES=1), which adds 40 MiB and more to the
-		// blob case's peak. The killed daemon above checks its images.
-		p = e.startWith(bin, "CDCSYNC_CHECK_ROW_IMAGES=0")
+		// blob case's peak, and without poisoning freed write buffers
+		// (CDCSYNC_POISON_FREED_BUFFERS=1), which makes every page of a
+		// freed buffer resident. The killed daemon above does both.
+		p = e.startWith(bin, "CDCSYNC_CHECK_ROW_IMAGES=0", "CDCSYNC_POISON_FREED_BUFFERS=0")
 		peaks := procPeaks(p)
 		anon := anonPeak(p)
 		e.waitCaughtUp(p, 4*time.Minute)

@@ -28,7 +28,12 @@ type bufPool struct {
 
 const (
 	poolMinShift = 6  // 64 bytes, the smallest class
-	poolMaxShift = 26 // 64 MiB, the largest pooled class; larger buffers are not pooled
+	// poolMaxShift is the largest pooled class, 4 MiB: the buffers of a
+	// batch of ordinary rows (64k rows of a few hundred bytes) fit, and
+	// larger ones (a batch of LONGBLOBs) are left to the collector, as
+	// GoAllocator leaves them, without rounding them up to a class: a
+	// pool of them would hold memory_limit's worth of idle buffers.
+	poolMaxShift = 22
 	poolClasses  = poolMaxShift - poolMinShift + 1
 	poolAlign    = 64
 )

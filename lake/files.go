@@ -621,7 +621,7 @@ func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties 
 	if v, err := strconv.Atoi(p[table.ParquetCompressionLevelKey]); err == nil && v != table.ParquetCompressionLevelDefault {
 		level = v
 	}
-	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithCompressionLevel(level), parquet.WithStats(true), parquet.WithAllocator(writeBuffers)}
+	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithCompressionLevel(level), parquet.WithStats(true)}
 	for _, f := range l.schema.Fields() {
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}

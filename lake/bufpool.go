@@ -7,8 +7,10 @@ import (
 	"unsafe"
 )
 
-// bufPool is the Arrow allocator (memory.Allocator) of the files cdcsync
-// writes: the builders of a write batch and the Parquet writer's pages.
+// bufPool is the Arrow allocator (memory.Allocator) of the record batches
+// cdcsync builds to write its files (rows.go). The Parquet writer keeps
+// arrow-go's GoAllocator: pooling its page buffers too saved a little more
+// but kept the 2 MiB pages of a LONGBLOB table alive, over memory_limit.
 // Arrow's GoAllocator leaves every released buffer to the garbage
 // collector; writing a row's values that way allocates several times the
 // row (2.6 kB per 200-byte row of the bench table), and each collection
@@ -27,7 +29,7 @@ type bufPool struct {
 }
 
 const (
-	poolMinShift = 6  // 64 bytes, the smallest class
+	poolMinShift = 6 // 64 bytes, the smallest class
 	// poolMaxShift is the largest pooled class, 4 MiB: the buffers of a
 	// batch of ordinary rows (64k rows of a few hundred bytes) fit, and
 	// larger ones (a batch of LONGBLOBs) are left to the collector, as

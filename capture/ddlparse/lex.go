@@ -90,19 +90,17 @@ func lex(q string, mode SQLMode) ([]token, error) {
 			}
 			out = append(out, token{tkString, s, i, i + n})
 			i += n
-		case (c == 'x' || c == 'X') && i+1 < len(q) && q[i+1] == '\'':
+		case (c == 'x' || c == 'X' || c == 'b' || c == 'B') && i+1 < len(q) && q[i+1] == '\'':
+			// X'0a' or b'101', kept as written.
+			kind, what := tkHex, "hex"
+			if c == 'b' || c == 'B' {
+				kind, what = tkBit, "bit"
+			}
 			end := strings.IndexByte(q[i+2:], '\'')
 			if end < 0 {
-				return nil, errors.New("unterminated hex literal")
+				return nil, fmt.Errorf("unterminated %s literal", what)
 			}
-			out = append(out, token{tkHex, q[i : i+end+3], i, i + end + 3})
-			i += end + 3
-		case (c == 'b' || c == 'B') && i+1 < len(q) && q[i+1] == '\'':
-			end := strings.IndexByte(q[i+2:], '\'')
-			if end < 0 {
-				return nil, errors.New("unterminated bit literal")
-			}
-			out = append(out, token{tkBit, q[i : i+end+3], i, i + end + 3})
+			out = append(out, token{kind, q[i : i+end+3], i, i + end + 3})
 			i += end + 3
 		case c == '0' && i+2 < len(q) && (q[i+1] == 'x') && isHexDigit(q[i+2]):
 			j := i + 2

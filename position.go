@@ -36,9 +36,6 @@ func PositionFromEncoded(s string) Position {
 // IsZero reports whether p names no position at all.
 func (p Position) IsZero() bool { return p.raw == "" }
 
-// Encoded returns the source's encoding of p ("" for the zero Position).
-func (p Position) Encoded() string { return p.raw }
-
 // String renders p for people without knowing what it means: the values
 // of its encoded object, in order, joined by colons ("mariadb:0-1-5",
 // "mysql:binlog.000003:77:<server uuid>"); "none" for the zero Position.

@@ -134,10 +134,10 @@ func appendString(b []byte, s string) []byte {
 // Decode reads a position that Position encoded (or that was stored by an
 // older cdcsync, the same bytes).
 func Decode(p cdcsync.Position) (Pos, error) {
-	s := p.Encoded()
-	if s == "" {
+	if p.IsZero() {
 		return Pos{}, nil
 	}
+	s := p.Encode()
 	if q, ok := decodeFast(s); ok {
 		return q, nil
 	}
@@ -229,7 +229,7 @@ func decodeCached(p cdcsync.Position, slot *atomic.Pointer[decoded]) (Pos, error
 	if slot == nil {
 		return Decode(p)
 	}
-	raw := p.Encoded()
+	raw := p.Encode()
 	if d := slot.Load(); d != nil && d.raw == raw {
 		return d.pos, nil
 	}

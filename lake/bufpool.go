@@ -84,30 +84,37 @@ func (p *bufPool) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
-// Free takes back a buffer Allocate or Reallocate returned. Its class is
-// known from its capacity: a class-c buffer has a capacity of at least
-// 1<<(c+poolMinShift) and less than twice that.
+// Free takes back a buffer Allocate or Reallocate returned: into the pool
+// of its class, or to the collector when it is larger than any class.
 func (p *bufPool) Free(b []byte) {
-	n := cap(b)
-	if n < 1<<poolMinShift {
-		return
-	}
-	c := bits.Len(uint(n)) - 1 - poolMinShift
-	if c >= poolClasses {
-		return
-	}
 	if p.poison {
-		b = b[:n]
+		b = b[:cap(b)]
 		for i := range b {
 			b[i] = 0xA5
 		}
 	}
-	b = b[:0]
-	p.classes[c].Put(&b)
+	if c := freedClass(cap(b)); c >= 0 {
+		b = b[:0]
+		p.classes[c].Put(&b)
+	}
+}
+
+// freedClass is the class a freed buffer of capacity n goes back to, or
+// -1 when it goes to the collector: Allocate gives a class's buffers a
+// capacity of exactly the class's size, a power of two, and a buffer too
+// large for any class its requested size.
+func freedClass(n int) int {
+	if n < 1<<poolMinShift || n&(n-1) != 0 {
+		return -1
+	}
+	if c := bits.Len(uint(n)) - 1 - poolMinShift; c < poolClasses {
+		return c
+	}
+	return -1
 }
 
 // aligned returns n zeroed bytes starting at a multiple of poolAlign,
-// with a capacity below twice n (see Free).
+// with a capacity of exactly n (see freedClass).
 func aligned(n int) []byte {
 	buf := make([]byte, n+poolAlign)
 	off := 0

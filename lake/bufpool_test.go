@@ -32,6 +32,22 @@ func TestBufPool(t *testing.T) {
 	}
 }
 
+// Only the buffers of a class go back to the pool; one larger than every
+// class (a batch of LONGBLOBs) goes to the collector, whatever its size.
+func TestBufPoolFreedClass(t *testing.T) {
+	p := &bufPool{}
+	for _, size := range []int{1, 64, 100, 4096, 1 << poolMaxShift} {
+		if c := freedClass(cap(p.Allocate(size))); c != classOf(size) {
+			t.Errorf("a buffer of %d bytes goes back to class %d, want %d", size, c, classOf(size))
+		}
+	}
+	for _, size := range []int{1<<poolMaxShift + 1, 5 << 20, 1 << (poolMaxShift + 1), 1 << 30} {
+		if c := freedClass(cap(p.Allocate(size))); c != -1 {
+			t.Errorf("a buffer of %d bytes, larger than every class, goes back to class %d", size, c)
+		}
+	}
+}
+
 func TestBufPoolReallocate(t *testing.T) {
 	p := &bufPool{}
 	b := p.Allocate(10)

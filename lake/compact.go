@@ -90,12 +90,18 @@ type CompactResult struct {
 	ManifestsAfter  int
 	Snapshot        int64 // the rewrite snapshot; 0 when nothing was committed
 	Replays         int   // times the rewrite was re-staged on a moved table
-	Duration        time.Duration
+	// Rebased counts the position deletes of epochs committed while the
+	// run rewrote their files, carried over to the new files (rebase.go).
+	Rebased  int
+	Duration time.Duration
 	// Planning and Rewriting are the parts of Duration spent before the
 	// groups are rewritten and rewriting them (the rest: the commit, the
 	// key index, the manifests).
 	Planning, Rewriting time.Duration
-	DeleteFilesAfter    int64
+	// Locked is how long the run held the table's commit lock: what
+	// epochs of the table may have waited for it.
+	Locked           time.Duration
+	DeleteFilesAfter int64
 }
 
 // Committed reports whether the run committed anything.
@@ -165,52 +171,79 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	began := time.Now()
 	defer func() { res.Duration = time.Since(began) }()
 	held := false
-	if byPosition(t.mode) {
-		// Epochs write position deletes into the files this run rewrites;
-		// one landing while it runs would be lost with the old file (the
-		// run is dropped then, see restage). So the run holds the commit
-		// lock throughout: epochs of this table wait for it, bounded by
-		// MaxBytes.
+	var lockedAt time.Time
+	lock := func() {
 		t.state.commitMu.Lock()
-		held = true
+		held, lockedAt = true, time.Now()
+	}
+	if byPosition(t.mode) && !t.rebases() {
+		// Epochs write position deletes into the files this run rewrites;
+		// one landing while it runs would be lost with the old file. Where
+		// they cannot be rebased (rebase.go), the run holds the commit lock
+		// throughout: epochs of this table wait for it, bounded by MaxBytes
+		// and by yielding between groups.
+		lock()
 	}
 	release := func() {
 		if held {
 			held = false
 			t.state.commitMu.Unlock()
+			res.Locked = time.Since(lockedAt)
 		}
 	}
 	defer release()
-	base := t.current()
-	snap := base.CurrentSnapshot()
-	if snap == nil {
-		return res, nil
-	}
-	tasks, err := base.Scan().PlanFiles(ctx)
-	if err != nil {
-		return res, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
-	}
-	scope, err := t.deleteScope(ctx, base, tasks)
-	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", t.ID, err)
-	}
 	var (
+		base   *table.Table
+		tasks  []table.FileScanTask
+		scope  *deleteScope
 		groups []table.CompactionTaskGroup
 		merges []posMerge
 	)
-	if byPosition(t.mode) && !hasEqualityDeletes(tasks) {
-		fsys, err := base.FS(ctx)
-		if err != nil {
-			return res, fmt.Errorf("compact %s: %w", t.ID, err)
+	plan := func() error {
+		base = t.current()
+		if base.CurrentSnapshot() == nil {
+			return nil
 		}
-		deleted, err := deletedRows(ctx, fsys, tasks)
-		if err != nil {
-			return res, fmt.Errorf("compact %s: count the rows of its position deletes: %w", t.ID, err)
+		var err error
+		if tasks, err = base.Scan().PlanFiles(ctx); err != nil {
+			return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
 		}
-		plan := selectPositionCompaction(tasks, deleted, &o, t.isStaged)
-		groups, merges, res.Deferred = plan.groups, plan.merges, plan.deferred
-	} else {
-		groups, res.Deferred = selectCompaction(tasks, scope, &o)
+		if scope, err = t.deleteScope(ctx, base, tasks); err != nil {
+			return fmt.Errorf("compact %s: %w", t.ID, err)
+		}
+		if byPosition(t.mode) && !hasEqualityDeletes(tasks) {
+			fsys, err := base.FS(ctx)
+			if err != nil {
+				return fmt.Errorf("compact %s: %w", t.ID, err)
+			}
+			deleted, err := deletedRows(ctx, fsys, tasks)
+			if err != nil {
+				return fmt.Errorf("compact %s: count the rows of its position deletes: %w", t.ID, err)
+			}
+			plan := selectPositionCompaction(tasks, deleted, &o, t.isStaged)
+			groups, merges, res.Deferred = plan.groups, plan.merges, plan.deferred
+		} else {
+			groups, res.Deferred = selectCompaction(tasks, scope, &o)
+		}
+		return nil
+	}
+	if err := plan(); err != nil {
+		return res, err
+	}
+	if byPosition(t.mode) && !held && hasEqualityDeletes(tasks) {
+		// A table switched from equality mode: its equality deletes drop
+		// rows of the files read, so the rows' new places are not known
+		// and epochs' position deletes cannot be rebased.
+		lock()
+		if snapshotID(t.current().CurrentSnapshot()) != snapshotID(base.CurrentSnapshot()) {
+			if err := plan(); err != nil {
+				return res, err
+			}
+		}
+	}
+	snap := base.CurrentSnapshot()
+	if snap == nil {
+		return res, nil
 	}
 
 	// Execute the groups: read with deletes applied, write new files.
@@ -230,9 +263,13 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	shared := newSharedDeletes(scope)
 	shared.pos = newPosDeletes(groups)
 	var moved *movedKeys
-	if held && t.state.keys != nil {
+	if byPosition(t.mode) && t.state.keys != nil {
 		moved = newMovedKeys()
 	}
+	// moves says where the rows of each rewritten file went (nil: not
+	// known), for rebasing epochs' position deletes when the run does not
+	// hold the lock.
+	moves := map[string]*rowMap{}
 	// epochWaits says whether an epoch waits for the lock this run holds.
 	epochWaits := func() bool { return held && t.state.epochsWaiting.Load() > 0 }
 	for i, g := range groups {
@@ -252,6 +289,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		}
 		var (
 			gr  table.CompactionGroupResult
+			rm  *rowMap
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
@@ -260,7 +298,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 				return res.Yielded
 			})
 		} else {
-			gr, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
+			gr, rm, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}
 		if errors.Is(err, errNoKeyFilter) {
 			gr, err = table.ExecuteCompactionGroup(ctx, base, g, compactionGroupOptions(o.TargetFileSize)...)
@@ -274,6 +312,23 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			continue
 		}
 		results = append(results, gr)
+		for _, f := range gr.OldDataFiles {
+			moves[f.FilePath()] = rm
+		}
+		if !held && moved != nil {
+			// The index learns the keys of the new files here, outside
+			// the lock, not by reading them back while epochs wait.
+			fsys, err := base.FS(ctx)
+			for _, df := range gr.NewDataFiles {
+				if err == nil {
+					err = moved.read(ctx, fsys, df, t.state.keys.kc)
+				}
+			}
+			if err != nil {
+				cleanup()
+				return res, fmt.Errorf("compact %s: %w", t.ID, err)
+			}
+		}
 	}
 	if len(merges) > 0 {
 		rewritten := map[string]struct{}{}
@@ -291,7 +346,10 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		o.Fault("compaction-written")
 	}
 	res.Rewriting = time.Since(began) - res.Planning
-	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, cleanup, &res, held); err != nil {
+	if !held {
+		lock()
+	}
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, moves, cleanup, &res); err != nil {
 		return res, err
 	}
 	if t.stageFile != nil {
@@ -299,7 +357,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		t.state.staged.Store(files > 0)
 		t.state.stagedRows.Store(rows)
 	}
-	if held && res.Snapshot != 0 && t.state.keys != nil {
+	if res.Snapshot != 0 && t.state.keys != nil {
 		// The rewrite moved live rows: the index follows in the same
 		// critical section, so the next epoch finds them at their new
 		// places without a replay.
@@ -320,45 +378,39 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 }
 
 // commitCompaction commits the rewrite of the files that results replace,
-// read from base's current snapshot, under the table's commit lock. Epochs
-// this pipeline committed since base (the rewrite runs while they commit)
-// only add files and equality deletes at higher sequence numbers, which
-// keep applying to the rewritten files (pinned to base's number): the
-// rewrite is staged again on top of them.
+// read from base's current snapshot; the caller holds the table's commit
+// lock. Epochs this pipeline committed since base (the rewrite runs while
+// they commit) add files, and equality deletes at higher sequence numbers,
+// which keep applying to the rewritten files (pinned to base's number), or
+// position deletes, which are rebased onto the new files (moves, see
+// rebase.go): the rewrite is staged again on top of them.
 func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
-	results []table.CompactionGroupResult, merged []mergedDeletes, cleanup func(), res *CompactResult, held bool) error {
-	if !held {
-		t.state.commitMu.Lock()
-		defer t.state.commitMu.Unlock()
-	}
+	results []table.CompactionGroupResult, merged []mergedDeletes, moves map[string]*rowMap, cleanup func(), res *CompactResult) error {
 	snap := base.CurrentSnapshot()
-	rewritten := map[string]struct{}{}
-	for _, gr := range results {
-		for _, f := range gr.OldDataFiles {
-			rewritten[f.FilePath()] = struct{}{}
-		}
-	}
 	runID := newRunID()
+	var rebased rebasedDeletes
+	discard := func() {
+		cleanup()
+		t.removeFiles(ctx, base, rebased.added)
+	}
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
-		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, runID)
+		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, rebased, runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
 	restage := func(on *table.Table) (*table.Transaction, int, error) {
-		// A position delete committed since the read that names a
-		// rewritten file deletes a row the new files still hold: the
-		// rewrite would bring it back. Drop the run (it runs again later).
-		if hit, err := positionDeletesSince(ctx, on, snap.SnapshotID, rewritten); err != nil || hit != "" {
-			if err == nil {
-				err = fmt.Errorf("%w: position delete file %s, committed while the compaction of %s ran, deletes rows of a file it rewrote; it runs again later",
-					ErrCompactionConflict, hit, t.ID)
-			}
-			return nil, 0, err
-		}
-		res.Replays++
 		plan, err := on.Scan().PlanFiles(ctx)
 		if err != nil {
 			return nil, 0, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
 		}
+		// A position delete committed since the read that names a
+		// rewritten file deletes a row the new files still hold: it is
+		// carried over to them, or, where that cannot be done, the run is
+		// dropped (it runs again later).
+		t.removeFiles(ctx, on, rebased.added) // an earlier attempt's
+		if rebased, err = t.rebaseDeletes(ctx, on, snap.SnapshotID, moves, plan); err != nil {
+			return nil, 0, err
+		}
+		res.Replays++
 		return stage(on, plan)
 	}
 	cur := t.current()
@@ -371,14 +423,14 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 	case snapshotID(cur.CurrentSnapshot()) == snapshotID(snap):
 		tx, removedDeletes, err = stage(cur, tasks) // properties may have changed
 	case !onlyEpochsSince(cur, base, t.pipeline):
-		cleanup()
+		discard()
 		return t.compactionConflict(cur.CurrentSnapshot())
 	default:
 		tx, removedDeletes, err = restage(cur)
 	}
 	base = cur
 	if err != nil {
-		cleanup()
+		discard()
 		return err
 	}
 	if tx != nil {
@@ -405,24 +457,25 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 			}
 			cur, old := fresh.CurrentSnapshot(), base.CurrentSnapshot()
 			if snapshotID(cur) == snapshotID(old) {
-				cleanup()
+				discard()
 				return fmt.Errorf("commit the compaction of %s: %w", t.ID, err)
 			}
 			if !o.Replay || attempt > 3 || !onlyEpochsSince(fresh, base, t.pipeline) {
-				cleanup()
+				discard()
 				return t.compactionConflict(cur)
 			}
-			// Only epoch commits of this pipeline landed: they add files and
-			// equality deletes at higher sequence numbers, which keep applying
-			// to the rewritten files (pinned to snap's number). Re-stage.
+			// Only epoch commits of this pipeline landed: they add files,
+			// and equality deletes at higher sequence numbers, which keep
+			// applying to the rewritten files (pinned to snap's number), or
+			// position deletes, rebased onto them. Re-stage.
 			base = fresh
 			var serr error
 			if tx, removedDeletes, serr = restage(fresh); serr != nil {
-				cleanup()
+				discard()
 				return serr
 			}
 			if tx == nil {
-				cleanup()
+				discard()
 				return nil
 			}
 			next, err = tx.Commit(ctx)
@@ -430,6 +483,7 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 		t.setCurrent(next)
 		res.Snapshot = snapshotID(next.CurrentSnapshot())
 		res.RemovedDeletes = removedDeletes
+		res.Rebased = rebased.rows
 		for _, gr := range results {
 			res.Partitions++
 			res.RewrittenFiles += len(gr.OldDataFiles)
@@ -585,7 +639,7 @@ func (b *compactBudget) take(key string, cands []compactCand) table.CompactionTa
 // readSeq, and dropping the delete files that apply to nothing left. It
 // returns a nil transaction when there is nothing to commit.
 func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult,
-	merged []mergedDeletes, runID string) (*table.Transaction, int, error) {
+	merged []mergedDeletes, rebased rebasedDeletes, runID string) (*table.Transaction, int, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -612,7 +666,7 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		}
 		dead = append(dead, pos...)
 	}
-	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 {
+	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 && len(rebased.replaced) == 0 {
 		return nil, 0, nil
 	}
 	tx := tbl.NewTransaction()
@@ -663,6 +717,17 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		}
 	}
 	removed = len(seen) - removed + len(dead)
+	// Position deletes of epochs that ran next to the rewrite, carried
+	// over to the new files (rebase.go). An added delete file takes the
+	// newest data sequence number of those the rewrite replaces, which is
+	// not below any of the replaced ones it comes from: it applies to the
+	// new files (at readSeq) and to every file it names.
+	for _, f := range rebased.replaced {
+		drop(f)
+	}
+	for _, f := range rebased.added {
+		rw.AddDeleteFile(f)
+	}
 	if len(rewritten) > 0 {
 		rw.DataSequenceNumber(readSeq)
 	}
@@ -773,14 +838,15 @@ func hasRun(fresh, base *table.Table, id string) bool {
 }
 
 // onlyEpochsSince reports whether every snapshot of fresh since base's
-// current one is an epoch commit of pipeline that only added files.
+// current one is an epoch commit of pipeline that only added files (its
+// position deletes are rebased, rebase.go).
 func onlyEpochsSince(fresh, base *table.Table, pipeline string) bool {
 	return lineageSince(fresh, base, func(s *table.Snapshot) bool {
 		if s.Summary == nil || s.Summary.Properties[SummaryPipeline] != pipeline {
 			return false
 		}
 		p := s.Summary.Properties
-		return p["deleted-data-files"] == "" && p["removed-delete-files"] == "" && p["added-position-delete-files"] == "" &&
+		return p["deleted-data-files"] == "" && p["removed-delete-files"] == "" &&
 			p["removed-position-delete-files"] == "" && p["removed-equality-delete-files"] == ""
 	})
 }

@@ -306,6 +306,10 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 	start := time.Now()
 	for _, s := range path {
 		added, removed, err := snapshotDataChanges(fsys, s)
+		var dead map[string][]int64
+		if err == nil {
+			dead, err = ownDeletes(ctx, fsys, s, added)
+		}
 		if err != nil {
 			// A snapshot whose manifests are gone (expired, or a
 			// restored catalog): the table itself can still be read.
@@ -322,17 +326,29 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 				ib.close()
 				return fmt.Errorf("key index of %s: %w", t.ID, err)
 			}
+			// Rows the snapshot itself deletes are not indexed: their keys
+			// live elsewhere, or nowhere.
+			gone := dead[df.FilePath()]
+			put := func(pos int64, key []byte) error {
+				if len(gone) > 0 && gone[0] <= pos {
+					for len(gone) > 0 && gone[0] < pos {
+						gone = gone[1:]
+					}
+					if len(gone) > 0 && gone[0] == pos {
+						return nil
+					}
+				}
+				ib.b.Put(key, pkindex.Loc{File: id, Pos: pos})
+				return nil
+			}
 			if keys := known.of(df); keys != nil {
 				for pos, key := range keys {
-					ib.b.Put(key, pkindex.Loc{File: id, Pos: int64(pos)})
+					_ = put(int64(pos), key)
 				}
 				continue
 			}
 			ki.replayReads.Add(1)
-			if err := readFileKeys(ctx, fsys, df.FilePath(), ki.kc, func(pos int64, key []byte) error {
-				ib.b.Put(key, pkindex.Loc{File: id, Pos: pos})
-				return nil
-			}); err != nil {
+			if err := readFileKeys(ctx, fsys, df.FilePath(), ki.kc, put); err != nil {
 				ib.close()
 				return fmt.Errorf("key index of %s: %w", t.ID, err)
 			}
@@ -405,6 +421,32 @@ func (m *movedKeys) add(ts *cdcsync.TableSchema, files []iceberg.DataFile, rows 
 		}
 		keys[locs[i].pos] = m.arena[start:len(m.arena):len(m.arena)]
 	}
+	return nil
+}
+
+// read records the keys of df's rows, read from the file.
+func (m *movedKeys) read(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, kc keyColumns) error {
+	if m == nil || m.files == nil {
+		return nil
+	}
+	if m.rows += int(df.Count()); m.rows > maxMovedKeys {
+		m.arena, m.files = nil, nil
+		return nil
+	}
+	keys := make([][]byte, df.Count())
+	err := readFileKeys(ctx, fsys, df.FilePath(), kc, func(pos int64, key []byte) error {
+		if pos >= int64(len(keys)) {
+			return fmt.Errorf("%s has more rows than its manifest entry says (%d)", df.FilePath(), len(keys))
+		}
+		start := len(m.arena)
+		m.arena = append(m.arena, key...)
+		keys[pos] = m.arena[start:len(m.arena):len(m.arena)]
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the keys of %s: %w", df.FilePath(), err)
+	}
+	m.files[df.FilePath()] = keys
 	return nil
 }
 

@@ -226,24 +226,46 @@ func (t *Table) reloadForTest(ctx context.Context) error {
 // TestCompactReplayOverPositionDeletes: `cdcsync compact` runs next to the
 // daemon. In position mode an epoch that lands while it runs and deletes,
 // by position, rows of a file it rewrites would be undone by re-staging the
-// rewrite (the rewritten file still holds those rows): the compaction is
-// dropped instead, and the rows stay exact. An epoch that touches other
-// files only lets it re-stage.
+// rewrite as it is (the rewritten file still holds those rows): the deletes
+// are carried over to the new files, and the rows stay exact, also for the
+// daemon, whose index catches up by replaying the compaction. Where the
+// rows' new places are not known (a table with a sort order: iceberg-go
+// sorts what it writes) the compaction is dropped instead.
 func TestCompactReplayOverPositionDeletes(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
 		touch   []int64 // keys the concurrent epoch updates
+		sorted  bool
 		dropped bool
 	}{
-		{"the epoch updates rewritten rows", []int64{3}, true},
-		{"the epoch adds new keys only", []int64{500, 501}, false},
+		{"the epoch updates rewritten rows", []int64{3}, false, false},
+		{"the epoch adds new keys only", []int64{500, 501}, false, false},
+		{"a sorted table's epoch updates rewritten rows", []int64{3}, true, true},
+		{"a sorted table's epoch adds new keys only", []int64{500, 501}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newKV(t, "p")
 			e.commit(nil, keys(1, 20), "copy", nil)
 			e.churn(4)
 			daemon := e.second("p")
+			if tc.sorted {
+				tx := e.tbl.current().NewTransaction()
+				order, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{2}, Transform: iceberg.IdentityTransform{},
+					Direction: table.SortDESC, NullOrder: table.NullsLast}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.ReplaceSortOrder(order); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.tbl.reloadForTest(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			o := testOpts()
 			o.Replay, o.Force = true, true
 			o.Fault = func(point string) {
@@ -257,7 +279,7 @@ func TestCompactReplayOverPositionDeletes(t *testing.T) {
 					t.Fatalf("compaction over position deletes of its files: %+v, %v; want ErrCompactionConflict", res, err)
 				}
 			} else if err != nil || !res.Committed() || res.Replays != 1 {
-				t.Fatalf("compaction next to an epoch of new keys: %+v, %v; want it re-staged once and committed", res, err)
+				t.Fatalf("compaction next to an epoch: %+v, %v; want it re-staged once and committed", res, err)
 			}
 			if err := e.tbl.reloadForTest(ctx); err != nil {
 				t.Fatal(err)
@@ -267,7 +289,8 @@ func TestCompactReplayOverPositionDeletes(t *testing.T) {
 			if err := daemon.reloadForTest(ctx); err != nil {
 				t.Fatal(err)
 			}
-			e.commit(daemon, keys(8, 30), "after", []int64{7})
+			e.commit(daemon, keys(1, 6), "after", []int64{7})
+			e.commit(daemon, keys(8, 30), "after2", nil)
 			e.assertModel(daemon.Iceberg())
 		})
 	}

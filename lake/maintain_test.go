@@ -788,48 +788,62 @@ func TestCompactWhileEpochsCommit(t *testing.T) {
 		}
 	})
 
-	t.Run("concurrent", func(t *testing.T) {
-		e := newKVMode(t, "p", DeletesEquality)
-		e.commit(nil, keys(1, 100), "copy", nil)
-		e.churn(4)
-		o := testOpts()
-		o.Force = true
-		stop := make(chan struct{})
-		done := make(chan error, 1)
-		var committed int
-		go func() {
-			for {
-				select {
-				case <-stop:
-					done <- nil
-					return
-				default:
-				}
-				res, err := e.tbl.Compact(ctx, o)
-				if err != nil {
-					done <- err
-					return
-				}
-				if res.Committed() {
-					committed++
-				}
+	for _, mode := range []string{DeletesEquality, DeletesPosition} {
+		t.Run("concurrent in "+mode+" mode", func(t *testing.T) { compactConcurrently(t, mode) })
+	}
+}
+
+// compactConcurrently compacts a table of mode in a loop while 30 epochs
+// commit, and checks the rows after each compaction that committed and at
+// the end.
+func compactConcurrently(t *testing.T, mode string) {
+	ctx := context.Background()
+	e := newKVMode(t, "p", mode)
+	e.commit(nil, keys(1, 100), "copy", nil)
+	e.churn(4)
+	o := testOpts()
+	o.Force = true
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	var committed, rebased int
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
 			}
-		}()
-		e.churn(30)
-		close(stop)
-		if err := <-done; err != nil {
-			t.Fatalf("a compaction running next to epoch commits failed: %v", err)
+			res, err := e.tbl.Compact(ctx, o)
+			if err != nil {
+				done <- err
+				return
+			}
+			if res.Committed() {
+				committed++
+			}
+			rebased += res.Rebased
 		}
-		t.Logf("%d compactions committed while 30 epochs committed", committed)
-		if committed == 0 {
-			t.Fatal("no compaction committed")
-		}
-		e.assertModel(e.tbl.Iceberg())
-		if _, err := e.tbl.Compact(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		e.assertModel(e.tbl.Iceberg())
-	})
+	}()
+	e.churn(30)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("a compaction running next to epoch commits failed: %v", err)
+	}
+	t.Logf("%d compactions committed while 30 epochs committed", committed)
+	if committed == 0 {
+		t.Fatal("no compaction committed")
+	}
+	if mode == DeletesPosition && rebased == 0 {
+		t.Fatal("no position delete of an epoch was carried over to compacted files: the test did not test that")
+	}
+	e.assertModel(e.tbl.Iceberg())
+	if _, err := e.tbl.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(e.tbl.Iceberg())
+	e.churn(5)
+	e.assertModel(e.tbl.Iceberg())
 }
 
 // TestMaintainIdleCompactsUntilDone: a table that no epoch changes any more

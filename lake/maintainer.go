@@ -235,7 +235,8 @@ func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task str
 				"bytes_read", r.BytesBefore, "bytes_written", r.BytesAfter, "delete_files_before", before.DeleteFiles,
 				"delete_files_after", r.DeleteFilesAfter, "deferred_files", r.Deferred, "manifests_before", r.ManifestsBefore,
 				"manifests_after", r.ManifestsAfter, "yielded_to_epoch", r.Yielded, "seconds", r.Duration.Seconds(),
-				"planning_seconds", r.Planning.Seconds(), "rewriting_seconds", r.Rewriting.Seconds())
+				"planning_seconds", r.Planning.Seconds(), "rewriting_seconds", r.Rewriting.Seconds(),
+				"locked_seconds", r.Locked.Seconds(), "rebased_deletes", r.Rebased)
 		}
 	case "expiry":
 		st.sinceExpiry = 0

@@ -65,21 +65,25 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 // partitions: their keys are read once per compaction, into shared (nil
 // for a table without them), and each group consults those sets instead of
 // copying their keys.
-func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, error) {
+//
+// It also returns where the rows went (nil when that is not known), which
+// lets a compaction that ran next to epoch commits carry their position
+// deletes over to the new files (rebase.go).
+func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, *rowMap, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	if tbl.Metadata().Version() >= 3 {
-		return res, errNoKeyFilter
+		return res, nil, errNoKeyFilter
 	}
 	for _, tk := range g.Tasks {
 		// Position deletes are applied here by row position, which needs
 		// the whole file read in order.
 		if len(tk.DeletionVectorFiles) > 0 || (len(tk.DeleteFiles) > 0 && (tk.Start != 0 || tk.Length != tk.File.FileSizeBytes())) {
-			return res, errNoKeyFilter
+			return res, nil, errNoKeyFilter
 		}
 	}
 	rd, err := readLive(ctx, tbl, g, shared)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
 	if targetFileSize > 0 {
@@ -87,18 +91,18 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	}
 	for df, err := range table.WriteRecords(ctx, tbl, rd.schema, rd.records, opts...) {
 		if err != nil {
-			return res, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
+			return res, nil, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
 		}
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		res.BytesAfter += df.FileSizeBytes()
 	}
 	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
-		return res, fmt.Errorf("compacted files for group %q: %w", g.PartitionKey, err)
+		return res, nil, fmt.Errorf("compacted files for group %q: %w", g.PartitionKey, err)
 	}
 	for _, tk := range g.Tasks {
 		res.OldDataFiles = append(res.OldDataFiles, tk.File)
 	}
-	return res, nil
+	return res, newRowMap(tbl, rd, res.NewDataFiles), nil
 }
 
 // liveReader streams the live rows of a compaction group's data files.
@@ -106,6 +110,11 @@ type liveReader struct {
 	schema  *arrow.Schema
 	records iter.Seq2[arrow.RecordBatch, error]
 	handed  int64 // rows yielded so far
+	// read holds, for each file read whole, the ordinal (among the rows
+	// yielded) of its first row and the positions dropped by position;
+	// inexact is set when other rows were dropped too (equality deletes).
+	read    map[string]readFile
+	inexact bool
 }
 
 // readLive reads the data files of g newest first, without the rows that
@@ -154,8 +163,7 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 	if err != nil {
 		return nil, err
 	}
-	rd := &liveReader{}
-	rd.schema = schema
+	rd := &liveReader{schema: schema, read: map[string]readFile{}}
 	rd.records = func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tk := range tasks {
 			if err := pos.load(ctx, fsys, tk.DeleteFiles); err != nil {
@@ -167,6 +175,7 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 				return
 			}
 			gone := pos.of(tk.File.FilePath())
+			first := rd.handed
 			for _, d := range tk.EqualityDeleteFiles {
 				if loaded[d.FilePath()] {
 					continue
@@ -231,6 +240,10 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 				yield(nil, fmt.Errorf("compaction read %d rows of %s, whose manifest entry says %d", off, tk.File.FilePath(), tk.File.Count()))
 				return
 			}
+			if rd.handed-first != off-int64(len(gone)) {
+				rd.inexact = true
+			}
+			rd.read[tk.File.FilePath()] = readFile{first: first, gone: slices.Clone(gone)}
 		}
 	}
 	return rd, nil

@@ -61,7 +61,10 @@ func BenchmarkCompactEpochs(b *testing.B) {
 		name    string
 		rewrite func() (table.CompactionGroupResult, error)
 	}{
-		{"cdcsync", func() (table.CompactionGroupResult, error) { return rewriteGroup(ctx, t.Iceberg(), groups[0], 0, nil) }},
+		{"cdcsync", func() (table.CompactionGroupResult, error) {
+			gr, _, err := rewriteGroup(ctx, t.Iceberg(), groups[0], 0, nil)
+			return gr, err
+		}},
 		{"iceberg-go", func() (table.CompactionGroupResult, error) {
 			return table.ExecuteCompactionGroup(ctx, t.Iceberg(), groups[0], compactionGroupOptions(0)...)
 		}},

@@ -130,7 +130,7 @@ func TestRewriteGroup(t *testing.T) {
 			}
 			var ours, theirs []cdcsync.Row
 			for _, g := range groups {
-				res, err := rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
+				res, _, err := rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
 				if err != nil {
 					t.Fatalf("rewriteGroup: %v (it must handle this group itself)", err)
 				}

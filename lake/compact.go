@@ -61,8 +61,10 @@ type CompactOptions struct {
 	Replay bool
 	// Fault is called at "compaction-group" before each group is
 	// rewritten, at "compaction-written", after the new files are written
-	// and before the commit lock is taken, and at "during-compaction",
-	// under the lock before the catalog commit. Tests only.
+	// and before the commit lock is taken, at "compaction-rebased" after
+	// the position deletes of the epochs committed until then are rebased
+	// (rebase.go), and at "during-compaction", under the lock before the
+	// catalog commit. Tests only.
 	Fault func(point string)
 }
 
@@ -346,10 +348,20 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		o.Fault("compaction-written")
 	}
 	res.Rewriting = time.Since(began) - res.Planning
+	rb := rebase{moves: moves, from: snap.SnapshotID, early: snap.SnapshotID}
 	if !held {
+		// Most of the epochs' deletes to carry over are there by now:
+		// rebase them before taking the lock, the rest under it.
+		if err := t.rebaseEarly(ctx, base, &rb); err != nil {
+			cleanup()
+			return res, err
+		}
+		if o.Fault != nil {
+			o.Fault("compaction-rebased")
+		}
 		lock()
 	}
-	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, moves, cleanup, &res); err != nil {
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, &rb, cleanup, &res); err != nil {
 		return res, err
 	}
 	if t.stageFile != nil {
@@ -385,16 +397,15 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 // position deletes, which are rebased onto the new files (moves, see
 // rebase.go): the rewrite is staged again on top of them.
 func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
-	results []table.CompactionGroupResult, merged []mergedDeletes, moves map[string]*rowMap, cleanup func(), res *CompactResult) error {
+	results []table.CompactionGroupResult, merged []mergedDeletes, rb *rebase, cleanup func(), res *CompactResult) error {
 	snap := base.CurrentSnapshot()
 	runID := newRunID()
-	var rebased rebasedDeletes
 	discard := func() {
 		cleanup()
-		t.removeFiles(ctx, base, rebased.added)
+		rb.discard(ctx, t, base)
 	}
 	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
-		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, rebased, runID)
+		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, rb.all(), runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
 	restage := func(on *table.Table) (*table.Transaction, int, error) {
@@ -406,8 +417,7 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 		// rewritten file deletes a row the new files still hold: it is
 		// carried over to them, or, where that cannot be done, the run is
 		// dropped (it runs again later).
-		t.removeFiles(ctx, on, rebased.added) // an earlier attempt's
-		if rebased, err = t.rebaseDeletes(ctx, on, snap.SnapshotID, moves, plan); err != nil {
+		if err := rb.late(ctx, t, on, plan); err != nil {
 			return nil, 0, err
 		}
 		res.Replays++
@@ -483,7 +493,7 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 		t.setCurrent(next)
 		res.Snapshot = snapshotID(next.CurrentSnapshot())
 		res.RemovedDeletes = removedDeletes
-		res.Rebased = rebased.rows
+		res.Rebased = rb.all().rows
 		for _, gr := range results {
 			res.Partitions++
 			res.RewrittenFiles += len(gr.OldDataFiles)

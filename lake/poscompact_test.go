@@ -161,19 +161,22 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 	}
 	o := testOpts()
 	o.Force = true
-	during := [][2][]int64{
-		{{3, 60, 7, 200}, {4, 50}}, // updates and deletes of rewritten rows, a new key
-		{{5, 4}, {3, 60}},          // again: a re-insert, a delete of a row updated above
+	// Epochs land after the files are written (their deletes are rebased
+	// before the commit lock is taken) and after that rebase (under it).
+	during := map[string][][2][]int64{
+		"compaction-written": {
+			{{3, 60, 7, 200}, {4, 50}}, // updates and deletes of rewritten rows, a new key
+			{{5, 4}, {3, 60}},          // again: a re-insert, a delete of a row updated above
+		},
+		"compaction-rebased": {{{8, 9, 5}, {10}}},
 	}
 	blocked := false
 	o.Fault = func(point string) {
-		if point != "compaction-written" {
-			return
-		}
-		for i, ch := range during {
+		for i, ch := range during[point] {
 			e.epoch++
 			n := e.epoch
-			d, r := e.change(ch[0], fmt.Sprintf("during%d", i), ch[1])
+			v := fmt.Sprintf("%s-%d", point, i)
+			d, r := e.change(ch[0], v, ch[1])
 			done := make(chan error, 1)
 			go func() { done <- e.tbl.Commit(ctx, Epoch{Number: n, Pos: pos(n)}, d, r, nil) }()
 			select {
@@ -186,15 +189,15 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 				t.Errorf("epoch %d waited 20 s for a compaction that was only reading and writing files", n)
 				return
 			}
-			e.apply(ch[0], fmt.Sprintf("during%d", i), ch[1])
+			e.apply(ch[0], v, ch[1])
 		}
 	}
 	res, err := e.tbl.Compact(ctx, o)
 	if blocked {
 		t.FailNow()
 	}
-	if err != nil || !res.Committed() || res.Replays != 1 || res.RewrittenFiles == 0 {
-		t.Fatalf("compaction: %+v, %v; want it committed on top of the two epochs", res, err)
+	if err != nil || !res.Committed() || res.Replays != 1 || res.RewrittenFiles == 0 || res.Rebased == 0 {
+		t.Fatalf("compaction: %+v, %v; want it committed on top of the three epochs, their deletes rebased", res, err)
 	}
 	e.assertModel(e.tbl.current())
 	if _, eq := deleteFiles(t, e.tbl.current()); eq != 0 {
@@ -202,7 +205,7 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 	}
 	// The index followed the rows: updates and deletes of every key,
 	// moved or not, leave the table exact.
-	e.commit(nil, []int64{1, 3, 4, 5, 7, 60, 99, 200}, "after", []int64{2, 50, 98})
+	e.commit(nil, []int64{1, 3, 4, 5, 7, 8, 60, 99, 200}, "after", []int64{2, 9, 50, 98})
 	e.assertModel(e.tbl.current())
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 5; i++ {

@@ -103,6 +103,61 @@ type rebasedDeletes struct {
 	rows            int // deletes carried over to the new files
 }
 
+// rebase is a compaction's rebase of epochs' position deletes: those of
+// the snapshots up to early, done before it takes the commit lock, and
+// those after, done under it (again on each attempt of its commit).
+type rebase struct {
+	moves         map[string]*rowMap
+	from          int64 // the snapshot the compaction read
+	early         int64 // the snapshot the early rebase went to (from: none)
+	before, after rebasedDeletes
+}
+
+// rebaseEarly rebases, without the commit lock, the deletes that epochs
+// committed on t since the compaction read base.
+func (t *Table) rebaseEarly(ctx context.Context, base *table.Table, rb *rebase) error {
+	cur := t.current()
+	id := snapshotID(cur.CurrentSnapshot())
+	if len(rb.moves) == 0 || id == rb.from || !onlyEpochsSince(cur, base, t.pipeline) {
+		return nil // the commit decides
+	}
+	live, err := cur.Scan().PlanFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
+	}
+	if rb.before, err = t.rebaseDeletes(ctx, cur, rb.from, rb.moves, live); err != nil {
+		return err
+	}
+	rb.early = id
+	return nil
+}
+
+// late rebases the deletes committed on tbl after the early rebase,
+// replacing those of an earlier attempt.
+func (rb *rebase) late(ctx context.Context, t *Table, tbl *table.Table, live []table.FileScanTask) error {
+	t.removeFiles(ctx, tbl, rb.after.added)
+	var err error
+	rb.after, err = t.rebaseDeletes(ctx, tbl, rb.early, rb.moves, live)
+	return err
+}
+
+// all is the whole rebase.
+func (rb *rebase) all() rebasedDeletes {
+	return rebasedDeletes{
+		replaced: append(slices.Clip(rb.before.replaced), rb.after.replaced...),
+		added:    append(slices.Clip(rb.before.added), rb.after.added...),
+		rows:     rb.before.rows + rb.after.rows,
+	}
+}
+
+// discard removes the delete files the rebase wrote (the compaction was
+// dropped).
+func (rb *rebase) discard(ctx context.Context, t *Table, tbl *table.Table) {
+	t.removeFiles(ctx, tbl, rb.before.added)
+	t.removeFiles(ctx, tbl, rb.after.added)
+	rb.before, rb.after = rebasedDeletes{}, rebasedDeletes{}
+}
+
 // rebaseDeletes returns the rebase of the position deletes committed on
 // tbl after snapshot from (see the top of this file). moves has an entry
 // for every data file the compaction rewrote: nil when the group's row
@@ -124,10 +179,15 @@ func (t *Table) rebaseDeletes(ctx context.Context, tbl *table.Table, from int64,
 	}
 	meta := tbl.Metadata()
 	var targets []posTarget
+	tuples := map[string]partitionRecord{}
 	target := func(df iceberg.DataFile, pos int64) error {
-		vals, err := partitionTuple(meta, df)
-		if err != nil {
-			return err
+		vals, ok := tuples[df.FilePath()]
+		if !ok {
+			var err error
+			if vals, err = partitionTuple(meta, df); err != nil {
+				return err
+			}
+			tuples[df.FilePath()] = vals
 		}
 		targets = append(targets, posTarget{path: df.FilePath(), pos: pos, spec: int(df.SpecID()), values: vals})
 		return nil
@@ -199,7 +259,7 @@ func eachDeleteSince(ctx context.Context, fsys icebergio.IO, tbl *table.Table, f
 			return err
 		}
 		if s.ParentSnapshotID == nil {
-			break
+			return fmt.Errorf("%w: snapshot %d is not an ancestor of the current one", ErrCompactionConflict, from)
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -732,6 +733,12 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	// newest data sequence number of those the rewrite replaces, which is
 	// not below any of the replaced ones it comes from: it applies to the
 	// new files (at readSeq) and to every file it names.
+	if len(rebased.added) > 0 && slices.ContainsFunc(dead, func(f iceberg.DataFile) bool { return f.ContentType() == iceberg.EntryContentEqDeletes }) {
+		// iceberg-go refuses a rewrite that adds delete files and removes
+		// delete files of both kinds.
+		return nil, 0, fmt.Errorf("%w: epochs deleted rows of files that the compaction of %s rewrote while it also drops equality deletes; it runs again later",
+			ErrCompactionConflict, t.ID)
+	}
 	for _, f := range rebased.replaced {
 		drop(f)
 	}

@@ -348,3 +348,57 @@ func TestForeignDeleteOverPositionDeletes(t *testing.T) {
 	e.commit(nil, []int64{51, 52, 3}, "v2", []int64{60})
 	e.assertModel(e.tbl.current())
 }
+
+// TestCompactSwitchedTableNextToEpochs: `cdcsync compact` of a table
+// switched from equality to position mode, while the daemon's epochs
+// delete by position rows of files it rewrites. The rewrite drops the dead
+// equality deletes and would carry the epochs' position deletes over to
+// its files, which one commit cannot do (iceberg-go refuses to remove
+// delete files of both kinds while adding some): the run is dropped as a
+// conflict (it runs again later), the rows stay exact, and a later run
+// without epochs in between clears the equality deletes.
+func TestCompactSwitchedTableNextToEpochs(t *testing.T) {
+	ctx := context.Background()
+	e := newKVMode(t, "p", DeletesEquality)
+	e.commit(nil, keys(1, 100), "v0", nil)
+	e.churn(4)
+	e.commit(nil, keys(200, 210), "new", nil) // a file no equality delete applies to
+	if _, eq := deleteFiles(t, e.tbl.current()); eq == 0 {
+		t.Fatal("the equality-mode table has no equality deletes")
+	}
+	e.cfg = loadConfig(t, filepath.Join(e.dir, "pos.yaml"), fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\n"+
+		"warehouse:\n  location: %s\ncatalog:\n  sql:\n    dsn: %s\ntables:\n  - match: shop.kv\n    deletes: position\n",
+		filepath.Join(e.dir, "warehouse"), filepath.Join(e.dir, "catalog.db")))
+	cli, daemon := e.reopen(), e.reopen()
+	if cli.mode != DeletesPosition {
+		t.Fatalf("the switched table is in %s mode", cli.mode)
+	}
+	o := testOpts()
+	o.Replay, o.Force = true, true
+	o.Fault = func(point string) {
+		if point == "compaction-written" {
+			e.commit(daemon, []int64{205}, "during", []int64{206})
+		}
+	}
+	res, err := cli.Compact(ctx, o)
+	if err != nil && !errors.Is(err, ErrCompactionConflict) {
+		t.Fatalf("compaction next to epochs of a switched table: %+v, %v; want it committed or dropped as a conflict", res, err)
+	}
+	if err := cli.reloadForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.assertModel(cli.Iceberg())
+	o.Fault = nil
+	if _, err := cli.Compact(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, eq := deleteFiles(t, cli.Iceberg()); eq != 0 {
+		t.Fatalf("%d equality delete files after a compaction without epochs in between", eq)
+	}
+	e.assertModel(cli.Iceberg())
+	if err := daemon.reloadForTest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.commit(daemon, keys(1, 10), "after", []int64{40})
+	e.assertModel(daemon.Iceberg())
+}

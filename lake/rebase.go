@@ -29,10 +29,13 @@ import (
 
 // readFile is where a compaction group's reader put the rows of one file
 // it read whole: the ordinal, among the rows it yielded, of the file's
-// first live row, and the positions it dropped as deleted (sorted).
+// first live row, and the positions it dropped as deleted (sorted); exact
+// is false when it dropped other rows too (equality deletes), whose
+// positions it does not know.
 type readFile struct {
 	first int64
 	gone  []int64
+	exact bool
 }
 
 // rowMap says where a compaction group put the rows it read: those of
@@ -45,12 +48,12 @@ type rowMap struct {
 }
 
 // newRowMap returns the rowMap of a group that rd read and news holds, or
-// nil when the order of the rows is not known: rows dropped by an equality
-// delete (the count per file differs), a table sort order (iceberg-go
-// sorts each batch), or new files in more than one partition (one rolling
-// writer per partition, so rows of different partitions interleave).
+// nil when the order of the rows is not known: a table sort order
+// (iceberg-go sorts each batch), or new files in more than one partition
+// (one rolling writer per partition, so rows of different partitions
+// interleave).
 func newRowMap(tbl *table.Table, rd *liveReader, news []iceberg.DataFile) *rowMap {
-	if rd.inexact || !tbl.SortOrder().IsUnsorted() {
+	if !tbl.SortOrder().IsUnsorted() {
 		return nil
 	}
 	m := &rowMap{read: rd.read, news: news}
@@ -65,13 +68,18 @@ func newRowMap(tbl *table.Table, rd *liveReader, news []iceberg.DataFile) *rowMa
 	return m
 }
 
+// knows reports whether m knows where the rows of the file at path went.
+func (m *rowMap) knows(path string) bool {
+	return m != nil && m.read[path].exact
+}
+
 // place returns the new file and position of the row at pos of the file
-// at path, which the group read; ok is false when that row was deleted
-// when the group read it.
+// at path, which the group read exactly (knows); ok is false when that row
+// was deleted when the group read it.
 func (m *rowMap) place(path string, pos int64) (df iceberg.DataFile, at int64, ok bool, err error) {
-	rf, found := m.read[path]
-	if !found {
-		return nil, 0, false, fmt.Errorf("the compaction did not read %s; this is a bug", path)
+	rf := m.read[path]
+	if !rf.exact {
+		return nil, 0, false, fmt.Errorf("the compaction does not know where the rows of %s went; this is a bug", path)
 	}
 	i, dead := slices.BinarySearch(rf.gone, pos)
 	if dead {
@@ -160,8 +168,9 @@ func (rb *rebase) discard(ctx context.Context, t *Table, tbl *table.Table) {
 
 // rebaseDeletes returns the rebase of the position deletes committed on
 // tbl after snapshot from (see the top of this file). moves has an entry
-// for every data file the compaction rewrote: nil when the group's row
-// order is not known, and then a delete naming that file is a conflict.
+// for every data file the compaction rewrote (nil when the group's row
+// order is not known); a delete naming a file whose rows' places are not
+// known is a conflict.
 // live are tbl's current files; entries naming files not among them
 // (removed since) are dropped.
 func (t *Table) rebaseDeletes(ctx context.Context, tbl *table.Table, from int64, moves map[string]*rowMap, live []table.FileScanTask) (rebasedDeletes, error) {
@@ -218,7 +227,7 @@ func (t *Table) rebaseDeletes(ctx context.Context, tbl *table.Table, from int64,
 		for _, e := range entries {
 			m, rewritten := moves[e.path]
 			switch {
-			case rewritten && m == nil:
+			case rewritten && !m.knows(e.path):
 				return fmt.Errorf("%w: position delete file %s, committed while the compaction of %s ran, deletes rows of a file it rewrote; it runs again later",
 					ErrCompactionConflict, d.FilePath(), t.ID)
 			case rewritten:

@@ -111,10 +111,8 @@ type liveReader struct {
 	records iter.Seq2[arrow.RecordBatch, error]
 	handed  int64 // rows yielded so far
 	// read holds, for each file read whole, the ordinal (among the rows
-	// yielded) of its first row and the positions dropped by position;
-	// inexact is set when other rows were dropped too (equality deletes).
-	read    map[string]readFile
-	inexact bool
+	// yielded) of its first row and the positions dropped by position.
+	read map[string]readFile
 }
 
 // readLive reads the data files of g newest first, without the rows that
@@ -240,10 +238,10 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 				yield(nil, fmt.Errorf("compaction read %d rows of %s, whose manifest entry says %d", off, tk.File.FilePath(), tk.File.Count()))
 				return
 			}
-			if rd.handed-first != off-int64(len(gone)) {
-				rd.inexact = true
-			}
-			rd.read[tk.File.FilePath()] = readFile{first: first, gone: slices.Clone(gone)}
+			// Rows dropped by an equality delete too: where the others
+			// went is not known.
+			exact := rd.handed-first == off-int64(len(gone))
+			rd.read[tk.File.FilePath()] = readFile{first: first, gone: slices.Clone(gone), exact: exact}
 		}
 	}
 	return rd, nil

@@ -374,6 +374,9 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		// The rewrite moved live rows: the index follows in the same
 		// critical section, so the next epoch finds them at their new
 		// places without a replay.
+		// The rows the commit deletes in its own files are known here:
+		// the replay need not read its delete files back.
+		moved.deleted(rb.all().at)
 		if err := t.syncIndexKnown(ctx, t.current(), moved); err != nil {
 			t.state.keys.log.Warn("the key index could not follow a compaction; the next commit catches it up", "error", err)
 		}

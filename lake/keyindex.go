@@ -306,8 +306,8 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 	start := time.Now()
 	for _, s := range path {
 		added, removed, err := snapshotDataChanges(fsys, s)
-		var dead map[string][]int64
-		if err == nil {
+		dead, ok := known.deadIn(added)
+		if err == nil && !ok {
 			dead, err = ownDeletes(ctx, fsys, s, added)
 		}
 		if err != nil {
@@ -389,6 +389,32 @@ type movedKeys struct {
 	arena []byte
 	files map[string][][]byte
 	rows  int
+	// dead, once set (deleted), holds the positions (sorted) that the
+	// compaction's own commit deletes in the files it wrote.
+	dead map[string][]int64
+}
+
+// deleted records the positions that the compaction's commit deletes in
+// the files it wrote (rebase.go).
+func (m *movedKeys) deleted(at map[string][]int64) {
+	if m != nil {
+		m.dead = at
+	}
+}
+
+// deadIn returns the positions that the snapshot adding added deletes in
+// them, when m knows: it knows the keys of every file added and was told
+// what the commit deletes.
+func (m *movedKeys) deadIn(added []iceberg.DataFile) (map[string][]int64, bool) {
+	if m == nil || m.dead == nil {
+		return nil, false
+	}
+	for _, df := range added {
+		if m.of(df) == nil {
+			return nil, false
+		}
+	}
+	return m.dead, true
 }
 
 const maxMovedKeys = 1 << 20

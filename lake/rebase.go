@@ -109,6 +109,9 @@ func (m *rowMap) total() int64 {
 type rebasedDeletes struct {
 	replaced, added []iceberg.DataFile
 	rows            int // deletes carried over to the new files
+	// at holds those deletes' positions by new file (unsorted), for the
+	// key index's replay of the commit.
+	at map[string][]int64
 }
 
 // rebase is a compaction's rebase of epochs' position deletes: those of
@@ -151,11 +154,21 @@ func (rb *rebase) late(ctx context.Context, t *Table, tbl *table.Table, live []t
 
 // all is the whole rebase.
 func (rb *rebase) all() rebasedDeletes {
-	return rebasedDeletes{
+	out := rebasedDeletes{
 		replaced: append(slices.Clip(rb.before.replaced), rb.after.replaced...),
 		added:    append(slices.Clip(rb.before.added), rb.after.added...),
 		rows:     rb.before.rows + rb.after.rows,
+		at:       map[string][]int64{},
 	}
+	for _, part := range []map[string][]int64{rb.before.at, rb.after.at} {
+		for path, at := range part {
+			out.at[path] = append(out.at[path], at...)
+		}
+	}
+	for _, at := range out.at {
+		slices.Sort(at)
+	}
+	return out
 }
 
 // discard removes the delete files the rebase wrote (the compaction was
@@ -237,6 +250,10 @@ func (t *Table) rebaseDeletes(ctx context.Context, tbl *table.Table, from int64,
 				}
 				if ok {
 					out.rows++
+					if out.at == nil {
+						out.at = map[string][]int64{}
+					}
+					out.at[df.FilePath()] = append(out.at[df.FilePath()], at)
 					if err := target(df, at); err != nil {
 						return err
 					}

@@ -62,10 +62,11 @@ type CompactOptions struct {
 	Replay bool
 	// Fault is called at "compaction-group" before each group is
 	// rewritten, at "compaction-written", after the new files are written
-	// and before the commit lock is taken, at "compaction-rebased" after
-	// the position deletes of the epochs committed until then are rebased
-	// (rebase.go), and at "during-compaction", under the lock before the
-	// catalog commit. Tests only.
+	// and before the commit lock is taken, at "compaction-rebase-pass"
+	// after each pass that rebases the position deletes of the epochs
+	// committed until then (rebase.go), at "compaction-rebased" after the
+	// last, and at "during-compaction", under the lock before the catalog
+	// commit. Tests only.
 	Fault func(point string)
 }
 
@@ -353,7 +354,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	if !held {
 		// Most of the epochs' deletes to carry over are there by now:
 		// rebase them before taking the lock, the rest under it.
-		if err := t.rebaseEarly(ctx, base, &rb); err != nil {
+		if err := t.rebaseEarly(ctx, base, &rb, o.Fault); err != nil {
 			cleanup()
 			return res, err
 		}

@@ -162,16 +162,24 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 	o := testOpts()
 	o.Force = true
 	// Epochs land after the files are written (their deletes are rebased
-	// before the commit lock is taken) and after that rebase (under it).
+	// before the commit lock is taken), after that first rebase (a second
+	// pass rebases them) and after the last pass (under the lock).
 	during := map[string][][2][]int64{
 		"compaction-written": {
 			{{3, 60, 7, 200}, {4, 50}}, // updates and deletes of rewritten rows, a new key
 			{{5, 4}, {3, 60}},          // again: a re-insert, a delete of a row updated above
 		},
-		"compaction-rebased": {{{8, 9, 5}, {10}}},
+		"compaction-rebase-pass": {{{11, 12, 3}, {13}}},
+		"compaction-rebased":     {{{8, 9, 5}, {10}}},
 	}
 	blocked := false
+	passes := 0
 	o.Fault = func(point string) {
+		if point == "compaction-rebase-pass" {
+			if passes++; passes > 1 {
+				return
+			}
+		}
 		for i, ch := range during[point] {
 			e.epoch++
 			n := e.epoch
@@ -197,7 +205,10 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 		t.FailNow()
 	}
 	if err != nil || !res.Committed() || res.Replays != 1 || res.RewrittenFiles == 0 || res.Rebased == 0 {
-		t.Fatalf("compaction: %+v, %v; want it committed on top of the three epochs, their deletes rebased", res, err)
+		t.Fatalf("compaction: %+v, %v; want it committed on top of the four epochs, their deletes rebased", res, err)
+	}
+	if passes != 2 {
+		t.Fatalf("%d passes of the rebase before the commit lock, want 2 (the second for the epoch that landed during the first)", passes)
 	}
 	e.assertModel(e.tbl.current())
 	if _, eq := deleteFiles(t, e.tbl.current()); eq != 0 {
@@ -205,7 +216,7 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 	}
 	// The index followed the rows: updates and deletes of every key,
 	// moved or not, leave the table exact.
-	e.commit(nil, []int64{1, 3, 4, 5, 7, 8, 60, 99, 200}, "after", []int64{2, 9, 50, 98})
+	e.commit(nil, []int64{1, 3, 4, 5, 7, 8, 11, 13, 60, 99, 200}, "after", []int64{2, 9, 12, 50, 98})
 	e.assertModel(e.tbl.current())
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 5; i++ {

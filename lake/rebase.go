@@ -125,21 +125,29 @@ type rebase struct {
 }
 
 // rebaseEarly rebases, without the commit lock, the deletes that epochs
-// committed on t since the compaction read base.
-func (t *Table) rebaseEarly(ctx context.Context, base *table.Table, rb *rebase) error {
-	cur := t.current()
-	id := snapshotID(cur.CurrentSnapshot())
-	if len(rb.moves) == 0 || id == rb.from || !onlyEpochsSince(cur, base, t.pipeline) {
-		return nil // the commit decides
+// committed on t since the compaction read base: again for those that
+// landed during the previous pass (the first can take seconds), so that
+// little is left for the commit lock.
+func (t *Table) rebaseEarly(ctx context.Context, base *table.Table, rb *rebase, fault func(string)) error {
+	for pass := 0; pass < 3 && len(rb.moves) > 0; pass++ {
+		cur := t.current()
+		id := snapshotID(cur.CurrentSnapshot())
+		if id == rb.early || !onlyEpochsSince(cur, base, t.pipeline) {
+			return nil // nothing new, or the commit decides
+		}
+		live, err := cur.Scan().PlanFiles(ctx)
+		if err != nil {
+			return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
+		}
+		more, err := t.rebaseDeletes(ctx, cur, rb.early, rb.moves, live)
+		if err != nil {
+			return err
+		}
+		rb.before, rb.early = rb.before.plus(more), id
+		if fault != nil {
+			fault("compaction-rebase-pass")
+		}
 	}
-	live, err := cur.Scan().PlanFiles(ctx)
-	if err != nil {
-		return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
-	}
-	if rb.before, err = t.rebaseDeletes(ctx, cur, rb.from, rb.moves, live); err != nil {
-		return err
-	}
-	rb.early = id
 	return nil
 }
 
@@ -154,19 +162,25 @@ func (rb *rebase) late(ctx context.Context, t *Table, tbl *table.Table, live []t
 
 // all is the whole rebase.
 func (rb *rebase) all() rebasedDeletes {
+	out := rb.before.plus(rb.after)
+	for _, at := range out.at {
+		slices.Sort(at)
+	}
+	return out
+}
+
+// plus returns r and o together.
+func (r rebasedDeletes) plus(o rebasedDeletes) rebasedDeletes {
 	out := rebasedDeletes{
-		replaced: append(slices.Clip(rb.before.replaced), rb.after.replaced...),
-		added:    append(slices.Clip(rb.before.added), rb.after.added...),
-		rows:     rb.before.rows + rb.after.rows,
+		replaced: append(slices.Clip(r.replaced), o.replaced...),
+		added:    append(slices.Clip(r.added), o.added...),
+		rows:     r.rows + o.rows,
 		at:       map[string][]int64{},
 	}
-	for _, part := range []map[string][]int64{rb.before.at, rb.after.at} {
+	for _, part := range []map[string][]int64{r.at, o.at} {
 		for path, at := range part {
 			out.at[path] = append(out.at[path], at...)
 		}
-	}
-	for _, at := range out.at {
-		slices.Sort(at)
 	}
 	return out
 }

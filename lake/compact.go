@@ -224,8 +224,8 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			if err != nil {
 				return fmt.Errorf("compact %s: count the rows of its position deletes: %w", t.ID, err)
 			}
-			plan := selectPositionCompaction(tasks, deleted, &o, t.isStaged)
-			groups, merges, res.Deferred = plan.groups, plan.merges, plan.deferred
+			pp := selectPositionCompaction(tasks, deleted, &o, t.isStaged)
+			groups, merges, res.Deferred = pp.groups, pp.merges, pp.deferred
 		} else {
 			groups, res.Deferred = selectCompaction(tasks, scope, &o)
 		}
@@ -356,6 +356,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		// rebase them before taking the lock, the rest under it.
 		if err := t.rebaseEarly(ctx, base, &rb, o.Fault); err != nil {
 			cleanup()
+			rb.discard(ctx, t, base)
 			return res, err
 		}
 		if o.Fault != nil {
@@ -684,6 +685,12 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 && len(rebased.replaced) == 0 {
 		return nil, 0, nil
 	}
+	if len(rebased.added) > 0 && slices.ContainsFunc(dead, func(f iceberg.DataFile) bool { return f.ContentType() == iceberg.EntryContentEqDeletes }) {
+		// iceberg-go refuses a rewrite that adds delete files and removes
+		// delete files of both kinds.
+		return nil, 0, fmt.Errorf("%w: epochs deleted rows of files that the compaction of %s rewrote while it also drops equality deletes; it runs again later",
+			ErrCompactionConflict, t.ID)
+	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, 0, fmt.Errorf("compact %s: %w", t.ID, err)
@@ -737,12 +744,6 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	// newest data sequence number of those the rewrite replaces, which is
 	// not below any of the replaced ones it comes from: it applies to the
 	// new files (at readSeq) and to every file it names.
-	if len(rebased.added) > 0 && slices.ContainsFunc(dead, func(f iceberg.DataFile) bool { return f.ContentType() == iceberg.EntryContentEqDeletes }) {
-		// iceberg-go refuses a rewrite that adds delete files and removes
-		// delete files of both kinds.
-		return nil, 0, fmt.Errorf("%w: epochs deleted rows of files that the compaction of %s rewrote while it also drops equality deletes; it runs again later",
-			ErrCompactionConflict, t.ID)
-	}
 	for _, f := range rebased.replaced {
 		drop(f)
 	}

@@ -329,16 +329,13 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 			// Rows the snapshot itself deletes are not indexed: their keys
 			// live elsewhere, or nowhere.
 			gone := dead[df.FilePath()]
-			put := func(pos int64, key []byte) error {
-				if len(gone) > 0 && gone[0] <= pos {
-					for len(gone) > 0 && gone[0] < pos {
-						gone = gone[1:]
-					}
-					if len(gone) > 0 && gone[0] == pos {
-						return nil
-					}
+			put := func(pos int64, key []byte) error { // pos ascending
+				for len(gone) > 0 && gone[0] < pos {
+					gone = gone[1:]
 				}
-				ib.b.Put(key, pkindex.Loc{File: id, Pos: pos})
+				if len(gone) == 0 || gone[0] != pos {
+					ib.b.Put(key, pkindex.Loc{File: id, Pos: pos})
+				}
 				return nil
 			}
 			if keys := known.of(df); keys != nil {
@@ -423,11 +420,7 @@ func newMovedKeys() *movedKeys { return &movedKeys{files: map[string][][]byte{}}
 
 // add records rows, written to files at locs.
 func (m *movedKeys) add(ts *cdcsync.TableSchema, files []iceberg.DataFile, rows []cdcsync.Row, locs []rowLoc) error {
-	if m == nil || m.files == nil {
-		return nil
-	}
-	if m.rows += len(rows); m.rows > maxMovedKeys {
-		m.arena, m.files = nil, nil
+	if !m.reserve(len(rows)) {
 		return nil
 	}
 	for i, r := range rows {
@@ -450,13 +443,22 @@ func (m *movedKeys) add(ts *cdcsync.TableSchema, files []iceberg.DataFile, rows 
 	return nil
 }
 
+// reserve counts n more rows and reports whether m keeps their keys: past
+// maxMovedKeys it gives up on all of them.
+func (m *movedKeys) reserve(n int) bool {
+	if m == nil || m.files == nil {
+		return false
+	}
+	if m.rows += n; m.rows > maxMovedKeys {
+		m.arena, m.files = nil, nil
+		return false
+	}
+	return true
+}
+
 // read records the keys of df's rows, read from the file.
 func (m *movedKeys) read(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, kc keyColumns) error {
-	if m == nil || m.files == nil {
-		return nil
-	}
-	if m.rows += int(df.Count()); m.rows > maxMovedKeys {
-		m.arena, m.files = nil, nil
+	if !m.reserve(int(df.Count())) {
 		return nil
 	}
 	keys := make([][]byte, df.Count())

@@ -16,16 +16,20 @@ import (
 // taken then, but the event being read, which may be larger than limit).
 type readAhead struct {
 	limit int64
+	// afterFunc is time.AfterFunc (tests delay its functions).
+	afterFunc func(time.Duration, func()) *time.Timer
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	ahead    int64 // bytes read and not yet taken as events (approximate: packet headers, TLS)
-	starving bool  // the reader waits for an event
+	ahead    int64  // bytes read and not yet taken as events (approximate: packet headers, TLS)
+	starving bool   // the reader waits for an event
+	calls    uint64 // the reader's calls of next so far
+	waiting  uint64 // the call of next in progress, 0 between calls
 	closed   bool
 }
 
 func newReadAhead(limit int64) *readAhead {
-	ra := &readAhead{limit: limit}
+	ra := &readAhead{limit: limit, afterFunc: time.AfterFunc}
 	ra.cond = sync.NewCond(&ra.mu)
 	return ra
 }
@@ -61,23 +65,40 @@ func (ra *readAhead) read(n int) {
 	ra.mu.Unlock()
 }
 
-// took records an event of n bytes taken by the reader.
-func (ra *readAhead) took(n int) {
+// begin records that the reader asks for an event, and returns the call.
+func (ra *readAhead) begin() uint64 {
 	ra.mu.Lock()
-	ra.ahead = max(ra.ahead-int64(n), 0)
+	defer ra.mu.Unlock()
+	ra.calls++
+	ra.waiting = ra.calls
+	return ra.calls
+}
+
+// starve says that the reader waits for an event in call, if that call is
+// still in progress. Once it waits, every event read has been taken: what
+// is counted is the event in progress or what the approximation missed,
+// and the count starts over. The check matters: the timer that calls
+// starve may run late, after the call returned (a loaded machine), and
+// marking the reader as waiting then let go-mysql read unbounded while
+// the reader was busy (64 LONGBLOB events of 2 MiB, 130 MB, under a
+// memory_limit of 384 MiB).
+func (ra *readAhead) starve(call uint64) {
+	ra.mu.Lock()
+	if ra.waiting != call {
+		ra.mu.Unlock()
+		return
+	}
+	ra.starving, ra.ahead = true, 0
 	ra.mu.Unlock()
 	ra.cond.Broadcast()
 }
 
-// starve says whether the reader waits for an event. Once it does, every
-// event read has been taken: what is counted is the event in progress or
-// what the approximation missed, and the count starts over.
-func (ra *readAhead) starve(on bool) {
+// end records that the reader's call returned with an event of n bytes
+// (0 for none).
+func (ra *readAhead) end(n int) {
 	ra.mu.Lock()
-	ra.starving = on
-	if on {
-		ra.ahead = 0
-	}
+	ra.waiting, ra.starving = 0, false
+	ra.ahead = max(ra.ahead-int64(n), 0)
 	ra.mu.Unlock()
 	ra.cond.Broadcast()
 }
@@ -93,11 +114,11 @@ func (ra *readAhead) close() {
 // starts to wait for one (after a moment: an event already decoded comes
 // back at once).
 func (ra *readAhead) next(get func() (int, error)) error {
-	t := time.AfterFunc(2*time.Millisecond, func() { ra.starve(true) })
+	call := ra.begin()
+	t := ra.afterFunc(2*time.Millisecond, func() { ra.starve(call) })
 	n, err := get()
 	t.Stop()
-	ra.starve(false)
-	ra.took(n)
+	ra.end(n)
 	return err
 }
 

@@ -115,6 +115,7 @@ func TestRealMariaDB(t *testing.T) {
 	})
 	t.Run("unsigned_without_row_metadata", func(t *testing.T) { rdbUnsignedNoMetadata(t, db) })
 	t.Run("row_images", func(t *testing.T) { rdbRowImages(t, db) })
+	t.Run("row_images_large_values", func(t *testing.T) { rdbLargeValues(t, db) })
 	t.Run("connect", func(t *testing.T) { rdbConnectTests(t, db, pki) })
 	t.Run("schema", func(t *testing.T) { rdbSchemaTests(t, db) })
 	t.Run("preflight", func(t *testing.T) { rdbPreflightTests(t, db) })

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -101,11 +102,18 @@ type colDecoder struct {
 	// plain: a UTF-8 text column whose value is its bytes (trimmed of
 	// trailing spaces for CHAR), copied into the row's arena.
 	plain, trim bool
+	// shared: a binary column whose value is its bytes as they are (not
+	// BINARY(n), not spatial), which a large value may share with the
+	// event (shareValueBytes).
+	shared bool
 }
 
 // rowDecoder decodes the row images of one table map for one schema.
 type rowDecoder struct {
-	cols    []colDecoder
+	cols []colDecoder
+	// share: the event being decoded holds one image per row (inserts and
+	// deletes), so its large values are taken from it without a copy.
+	share   bool
 	scalars int // columns whose values are numbers or temporals (rowBlock)
 	// The text of the image being decoded, and where each value is in it.
 	text  []byte
@@ -225,6 +233,7 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 				cd.plain = class <= decStrChar && !decHasCharset(c)
 				cd.trim = class == decStrChar
 			case cdcsync.KindBinary:
+				cd.shared = !decIsSpatial(c) && !strings.EqualFold(c.DataType, "binary")
 			default:
 				return nil
 			}
@@ -288,6 +297,7 @@ func allSet(bitmap []byte, n int) bool {
 func (d *rowDecoder) decode(e *replication.RowsEvent, body deferredRows) (images []cdcsync.Row, ok bool) {
 	n := len(d.cols)
 	update := e.Type() == replication.EnumRowsEventTypeUpdate
+	d.share = !update
 	if !allSet(e.ColumnBitmap1, n) || (update && !allSet(e.ColumnBitmap2, n)) {
 		return nil, false
 	}
@@ -355,6 +365,16 @@ func (d *rowDecoder) image(data []byte) (cdcsync.Row, int, bool) {
 	}
 	return row, p, true
 }
+
+// shareValueBytes is the size from which a text or binary value of an
+// insert or a delete is not copied out of its event but shares the event's
+// bytes (go-mysql reads each event into its own buffer, and nothing writes
+// to it). A row with such a value is most of its event (MySQL starts a new
+// rows event past binlog_row_event_max_size, 8 KiB by default), so the
+// event costs no more than the copy would, and rows of LONGBLOBs of
+// megabytes are not held twice while they are read (TestHugeTransactions).
+// Updates copy: their after image would keep the before image alive.
+const shareValueBytes = 64 << 10
 
 // textSpan is where a text value of the image being decoded is in
 // rowDecoder.text.
@@ -453,9 +473,18 @@ func (cd *colDecoder) decode(b []byte, d *rowDecoder, row cdcsync.Row, i int, bl
 		}
 		n := cd.width + l
 		raw := b[cd.width:n:n]
+		large := d.share && len(raw) >= shareValueBytes
+		if large && cd.shared {
+			row[i] = raw
+			return n, true
+		}
 		if cd.plain {
 			if cd.trim {
 				raw = bytes.TrimRight(raw, " ")
+			}
+			if large {
+				row[i] = unsafe.String(unsafe.SliceData(raw), len(raw))
+				return n, true
 			}
 			d.spans = append(d.spans, textSpan{col: i, off: len(d.text), n: len(raw)})
 			d.text = append(d.text, raw...)

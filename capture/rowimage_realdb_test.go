@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -346,4 +347,97 @@ func rimgDatetime(rng *rand.Rand) string {
 		t = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC) // no fraction to round up past the end
 	}
 	return t.Format("'2006-01-02 15:04:05.000000'")
+}
+
+// rdbLargeValues: values of shareValueBytes and more decode as go-mysql
+// decodes them; those of inserts and deletes share the event's bytes,
+// those of updates are copies (an after image must not keep its before
+// image alive), and small values are copies.
+func rdbLargeValues(t *testing.T, db *testenv.MariaDB) {
+	ctx := context.Background()
+	conn := rdbConnect(t, rdbSource(db.Host, db.Port, "root", ""))
+	rdbExec(t, conn, "CREATE DATABASE rimgl",
+		"CREATE TABLE rimgl.t (id INT PRIMARY KEY, lb LONGBLOB, lt LONGTEXT, ct LONGTEXT CHARACTER SET latin1, s VARCHAR(10), sb VARBINARY(10)) CHARACTER SET utf8mb4")
+	s, err := LoadSchema(ctx, conn, cdcsync.TableID{Database: "rimgl", Table: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	rdbExec(t, conn,
+		"INSERT INTO rimgl.t VALUES (1, REPEAT('b', 70000), REPEAT('é', 40000), REPEAT('x', 70000), 'small', 'small')",
+		"INSERT INTO rimgl.t VALUES (2, REPEAT('c', 100), CONCAT(REPEAT('日', 30000), '  '), NULL, NULL, NULL)",
+		"UPDATE rimgl.t SET lb = REPEAT('u', 80000), lt = REPEAT('v', 80000) WHERE id = 1",
+		"DELETE FROM rimgl.t WHERE id = 1")
+
+	rdbSyncerID++
+	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{
+		ServerID: uint32(100000+os.Getpid()%100000) + rdbSyncerID*200000,
+		Flavor:   "mariadb",
+		Host:     db.Host,
+		Port:     uint16(db.Port),
+		User:     "root",
+	})
+	sc.Logger = slog.New(slog.DiscardHandler)
+	sc.RowsEventDecodeFunc = deferRows
+	syncer := replication.NewBinlogSyncer(sc)
+	defer syncer.Close()
+	streamer, err := syncer.StartSync(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// aliases says whether v's bytes lie inside body.
+	aliases := func(v any, body []byte) bool {
+		var p unsafe.Pointer
+		switch v := v.(type) {
+		case []byte:
+			p = unsafe.Pointer(unsafe.SliceData(v))
+		case string:
+			p = unsafe.Pointer(unsafe.StringData(v))
+		default:
+			return false
+		}
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+		return uintptr(p) >= lo && uintptr(p) < lo+uintptr(len(body))
+	}
+	// want[event][column]: whether the first image's value is shared.
+	want := []map[string]bool{
+		{"lb": true, "lt": true, "ct": false, "s": false, "sb": false}, // insert: latin1 text is converted
+		{"lb": false, "lt": true},                                      // insert: lb is small; lt is 90,002 bytes
+		{"lb": false, "lt": false},                                     // update
+		{"lb": true, "lt": true},                                       // delete
+	}
+	for n := 0; n < len(want); {
+		ev, err := streamer.GetEvent(readCtx)
+		if err != nil {
+			t.Fatalf("read the binlog: %v", err)
+		}
+		e, ok := ev.Event.(*replication.RowsEvent)
+		if !ok || string(e.Table.Schema) != "rimgl" {
+			continue
+		}
+		body, ok := deferredOf(e)
+		if !ok {
+			t.Fatal("a rows event was decoded by go-mysql, not deferred")
+		}
+		imgs, ok := compileRowDecoder(e.Table, s).decode(e, body)
+		if !ok {
+			t.Fatalf("event %d went to go-mysql's path", n)
+		}
+		if err := checkImages(s, e, body, imgs, nil, binlogpos.Pos{}); err != nil {
+			t.Error(err)
+		}
+		img := imgs[len(imgs)-1] // an update's after image
+		for col, shared := range want[n] {
+			if got := aliases(img[s.ColumnIndex(col)], body.data); got != shared {
+				t.Errorf("event %d (%s), column %s: value shares the event's bytes = %v, want %v", n, ev.Header.EventType, col, got, shared)
+			}
+		}
+		n++
+	}
 }

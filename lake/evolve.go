@@ -714,7 +714,7 @@ func (t *Table) rewriteRows(ctx context.Context, tx *table.Transaction, staged *
 				}
 				n++
 			}
-			if bb.n >= 1<<16 {
+			if bb.full() {
 				if !yield(bb.flush(), nil) {
 					return
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -461,7 +462,7 @@ func (w *fileWriter) writeGroup(ctx context.Context, gi int, g *group, rows []cd
 			locs[i] = rowLoc{file: int32(len(files)), pos: pos}
 		}
 		pos++
-		if bb.n == writeBatchRows || bb.bytes >= writeBatchBytes || n == len(g.rows)-1 {
+		if bb.full() || n == len(g.rows)-1 {
 			if err := flush(); err != nil {
 				return files, err
 			}
@@ -492,9 +493,16 @@ func (w *fileWriter) newPath(gi int, partPath string) string {
 // row groups) an epoch's rows are written in: the writer holds about three
 // copies of a batch (Arrow, encoded pages, compressed), which for rows of
 // large values (LONGBLOBs of megabytes) the row count alone does not bound.
+// Rows of largeRowBytes and more are bounded tighter, to largeBatchBytes:
+// arrow-go writes a page of up to 1,024 values before it looks at its
+// size, so a batch of such rows is one page, held about six times over
+// (Arrow, the page growing, compressed, zstd's window of it); with 16 MiB
+// batches of LONGBLOBs of 2 MiB, the writer alone held about 100 MiB.
 const (
 	writeBatchRows  = 1 << 16
 	writeBatchBytes = 16 << 20
+	largeRowBytes   = 64 << 10
+	largeBatchBytes = 4 << 20
 )
 
 func fileSuffix(c iceberg.ManifestEntryContent) string {
@@ -602,7 +610,8 @@ func (c *countingWriter) Close() error {
 // the parquet configuration, table.go) and, as iceberg-go (and Iceberg
 // Java) do, the cost-based dictionary fallback on every column, so that a
 // column of distinct values is written plain rather than with a dictionary
-// as large as itself.
+// as large as itself. Columns of large values (largeValues) get no
+// dictionary at all.
 func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties {
 	codec := compress.Codecs.Zstd
 	switch p.Get(table.ParquetCompressionKey, "zstd") {
@@ -622,8 +631,28 @@ func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties 
 		level = v
 	}
 	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithCompressionLevel(level), parquet.WithStats(true)}
-	for _, f := range l.schema.Fields() {
+	for i, f := range l.schema.Fields() {
+		if largeValues(&l.table.Columns[l.cols[i]]) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+			continue
+		}
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 	}
 	return parquet.NewWriterProperties(opts...)
+}
+
+// largeValues says whether c is of a MySQL type whose values may be
+// megabytes (MEDIUM and LONG BLOB and TEXT, JSON, spatial types) and are
+// seldom repeated. Such a column is written without a dictionary: the
+// writer would add every value of a batch to a dictionary, write it out
+// as a dictionary page, then find it too large and write the batch again
+// plain, holding the batch three more times for nothing (a batch of
+// LONGBLOBs of 2 MiB peaked 50 MiB higher with it).
+func largeValues(c *cdcsync.Column) bool {
+	switch strings.ToLower(c.DataType) {
+	case "mediumblob", "longblob", "mediumtext", "longtext", "json",
+		"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
+		return true
+	}
+	return false
 }

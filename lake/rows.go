@@ -18,6 +18,7 @@ type batchBuilder struct {
 	b      *array.RecordBuilder
 	n      int
 	bytes  int // the rows' cdcsync.Row.MemSize
+	large  int // the MemSize of rows of largeRowBytes and more
 }
 
 func newBatchBuilder(l *rowLayout) *batchBuilder {
@@ -52,13 +53,24 @@ func (bb *batchBuilder) add(row cdcsync.Row) error {
 		}
 	}
 	bb.n++
-	bb.bytes += row.MemSize()
+	size := row.MemSize()
+	bb.bytes += size
+	if size >= largeRowBytes {
+		bb.large += size
+	}
 	return nil
+}
+
+// full says whether the batch should be written out before another row is
+// added: it holds writeBatchRows rows, writeBatchBytes bytes of rows or
+// largeBatchBytes bytes of large rows.
+func (bb *batchBuilder) full() bool {
+	return bb.n >= writeBatchRows || bb.bytes >= writeBatchBytes || bb.large >= largeBatchBytes
 }
 
 // flush returns the rows added so far as a record batch and starts a new one.
 func (bb *batchBuilder) flush() arrow.RecordBatch {
-	bb.n, bb.bytes = 0, 0
+	bb.n, bb.bytes, bb.large = 0, 0, 0
 	return bb.b.NewRecordBatch()
 }
 

@@ -112,7 +112,8 @@ type colDecoder struct {
 type rowDecoder struct {
 	cols []colDecoder
 	// share: the event being decoded holds one image per row (inserts and
-	// deletes), so its large values are taken from it without a copy.
+	// deletes) and its bytes are its own, so its large values are taken
+	// from it without a copy.
 	share   bool
 	scalars int // columns whose values are numbers or temporals (rowBlock)
 	// The text of the image being decoded, and where each value is in it.
@@ -294,10 +295,15 @@ func allSet(bitmap []byte, n int) bool {
 // decode decodes the row images of an event's body (data from d.pos): one
 // per row, or two (before, after) for an update. It returns false when any
 // of them is left to go-mysql.
-func (d *rowDecoder) decode(e *replication.RowsEvent, body deferredRows) (images []cdcsync.Row, ok bool) {
+//
+// shareable says whether body is a buffer of the event's own, which its
+// large values may share (shareValueBytes): go-mysql reads each event into
+// one, but decompresses a compressed transaction into one buffer for all
+// its events, which a value must not keep alive.
+func (d *rowDecoder) decode(e *replication.RowsEvent, body deferredRows, shareable bool) (images []cdcsync.Row, ok bool) {
 	n := len(d.cols)
 	update := e.Type() == replication.EnumRowsEventTypeUpdate
-	d.share = !update
+	d.share = shareable && !update
 	if !allSet(e.ColumnBitmap1, n) || (update && !allSet(e.ColumnBitmap2, n)) {
 		return nil, false
 	}

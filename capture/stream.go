@@ -412,6 +412,8 @@ type reader struct {
 	pos   uint32
 	txn   *cdcsync.Txn
 	inTxn bool
+	// inPayload: the events handled are those of a compressed transaction.
+	inPayload bool
 	// frags are fragments of the open transaction to send before what
 	// handle returns (StreamConfig.FragmentBytes).
 	frags []*cdcsync.Txn
@@ -621,6 +623,8 @@ func (r *reader) handle(ev *replication.BinlogEvent) (*cdcsync.Txn, error) {
 // compared with the committed position at its transaction's end.
 func (r *reader) payload(h *replication.EventHeader, e *replication.TransactionPayloadEvent) (*cdcsync.Txn, error) {
 	var done *cdcsync.Txn
+	r.inPayload = true
+	defer func() { r.inPayload = false }()
 	for _, inner := range e.Events {
 		if done != nil {
 			return nil, fmt.Errorf("the compressed transaction that ends at %s:%d holds events after its commit; cdcsync cannot apply it: "+
@@ -700,7 +704,7 @@ func (r *reader) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	var images []cdcsync.Row
 	if body, ok := deferredOf(e); ok {
 		if dec := t.rowDecoder(); dec != nil && fastEventType(h.EventType) {
-			images, ok = dec.decode(e, body)
+			images, ok = dec.decode(e, body, !r.inPayload)
 			if ok && r.cfg.CheckRowImages {
 				if err := checkImages(s, e, body, images, r.cfg.Values, r.position()); err != nil {
 					// A test setting: end the process loudly rather than

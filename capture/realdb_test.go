@@ -264,11 +264,7 @@ func rdbFidelity(t *testing.T, host string, port int, dbName string) {
 		}
 	}
 
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil || len(r.Values) == 0 {
-		t.Fatalf("SHOW MASTER STATUS: %v", err)
-	}
-	startPos := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	startPos := rdbBinlogPos(t, conn)
 
 	// The session keeps the server's time zone (+08:00): TIMESTAMP literals
 	// below are +08:00 wall clocks.
@@ -480,11 +476,7 @@ func rdbUnsignedNoMetadata(t *testing.T, db *testenv.MariaDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	start := rdbBinlogPos(t, conn)
 	rdbExec(t, conn, "SET GLOBAL binlog_row_metadata = 'NO_LOG'")
 	t.Cleanup(func() { _, _ = conn.Execute("SET GLOBAL binlog_row_metadata = 'FULL'") })
 	rdbExec(t, conn, "INSERT INTO unm.t VALUES (1, 255, 65535, 16777215, 4294967295, 18446744073709551615), (2, 128, 32768, 8388608, 2147483648, 9223372036854775808), (3, 0, 0, 0, 0, 0)",
@@ -527,6 +519,16 @@ func rdbUnsignedNoMetadata(t *testing.T, db *testenv.MariaDB) {
 
 // rdbSyncerID keeps the replica server ids of successive readers apart.
 var rdbSyncerID uint32
+
+// rdbBinlogPos returns the server's binlog position now.
+func rdbBinlogPos(t *testing.T, conn *client.Conn) mysql.Position {
+	t.Helper()
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil || len(r.Values) == 0 {
+		t.Fatalf("SHOW MASTER STATUS: %v", err)
+	}
+	return mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+}
 
 // rdbReadBinlog reads the rows of the INSERTs and UPDATEs (both images) into
 // the tables of db from start, until it has want[table] rows of each.
@@ -958,11 +960,7 @@ func rdbTypes(t *testing.T, src *config.Source, dbName string) {
 			t.Fatalf("column %s (%s) not mapped", c.Name, c.ColumnType)
 		}
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startPos := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	startPos := rdbBinlogPos(t, conn)
 	cols := "id, y, b1, b8, b12, b63, b64, bo, tm, tm1, tm3, tm6, e, st, i4, i6, u, g, p, ls, pg, mp, ml, mpg, gc, cl, vl, tl, ck, vk, tk, v16, t2, v3, cu, zf"
 	longGBK := strings.Repeat("中文汉字ＡＢＣ", 2000)
 	rows := []string{
@@ -1084,7 +1082,7 @@ func rdbTypes(t *testing.T, src *config.Source, dbName string) {
 		}
 	}
 	// WKB equals what the server's ST_AsBinary returns.
-	r, err = snap.Execute("SELECT id, ST_AsBinary(g), ST_AsBinary(ls), ST_AsBinary(pg), ST_AsBinary(mpg), ST_AsBinary(gc) FROM " + QuoteIdent(dbName) + ".ty WHERE id = 2")
+	r, err := snap.Execute("SELECT id, ST_AsBinary(g), ST_AsBinary(ls), ST_AsBinary(pg), ST_AsBinary(mpg), ST_AsBinary(gc) FROM " + QuoteIdent(dbName) + ".ty WHERE id = 2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1204,11 +1202,7 @@ func rdbInetUUID(t *testing.T, src *config.Source, dbName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	start := rdbBinlogPos(t, conn)
 	rnd := rand.New(rand.NewPCG(11, 12))
 	const n = 400
 	var vals []string
@@ -1249,7 +1243,7 @@ func rdbInetUUID(t *testing.T, src *config.Source, dbName string) {
 		}
 		binlog[row[0].(int32)] = row
 	}
-	r, err = conn.Execute("SELECT id, CAST(a AS CHAR), CAST(u AS CHAR), CAST(v AS CHAR) FROM " + table)
+	r, err := conn.Execute("SELECT id, CAST(a AS CHAR), CAST(u AS CHAR), CAST(v AS CHAR) FROM " + table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1282,11 +1276,7 @@ func rdbOldTemporal(t *testing.T, src *config.Source, dbName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	start := rdbBinlogPos(t, conn)
 	rows := []string{
 		"(1, '-838:59:59', '1000-01-01 00:00:00', '1970-01-01 08:00:01')",
 		"(2, '838:59:59', '9999-12-31 23:59:59', '2038-01-19 11:14:07')",

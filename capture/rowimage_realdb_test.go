@@ -55,11 +55,7 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		}
 		schemas[name] = s
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	start := rdbBinlogPos(t, conn)
 
 	rng := rand.New(rand.NewPCG(7, 11))
 	const rows = 600
@@ -87,22 +83,7 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 	rdbExec(t, conn, stmts...)
 	rdbExec(t, conn, "COMMIT")
 
-	rdbSyncerID++
-	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{
-		ServerID: uint32(100000+os.Getpid()%100000) + rdbSyncerID*200000,
-		Flavor:   "mariadb",
-		Host:     db.Host,
-		Port:     uint16(db.Port),
-		User:     "root",
-	})
-	sc.Logger = slog.New(slog.DiscardHandler)
-	sc.RowsEventDecodeFunc = deferRows
-	syncer := replication.NewBinlogSyncer(sc)
-	defer syncer.Close()
-	streamer, err := syncer.StartSync(start)
-	if err != nil {
-		t.Fatal(err)
-	}
+	streamer := rdbDeferredStream(t, db, start)
 	readCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var fast, fellBack, images int
@@ -180,6 +161,30 @@ func rdbRowImages(t *testing.T, db *testenv.MariaDB) {
 		}
 		break
 	}
+}
+
+// rdbDeferredStream streams db's binlog from start as the reader does:
+// go-mysql decodes the headers of rows events, their rows are left to the
+// test (deferRows).
+func rdbDeferredStream(t *testing.T, db *testenv.MariaDB, start mysql.Position) *replication.BinlogStreamer {
+	t.Helper()
+	rdbSyncerID++
+	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{
+		ServerID: uint32(100000+os.Getpid()%100000) + rdbSyncerID*200000,
+		Flavor:   "mariadb",
+		Host:     db.Host,
+		Port:     uint16(db.Port),
+		User:     "root",
+	})
+	sc.Logger = slog.New(slog.DiscardHandler)
+	sc.RowsEventDecodeFunc = deferRows
+	syncer := replication.NewBinlogSyncer(sc)
+	t.Cleanup(syncer.Close)
+	streamer, err := syncer.StartSync(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return streamer
 }
 
 // rimgRow is the VALUES of a random row of rimg.t with id.
@@ -362,33 +367,14 @@ func rdbLargeValues(t *testing.T, db *testenv.MariaDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := mysql.Position{Name: connText(r.Values[0][0]), Pos: uint32(r.Values[0][1].AsUint64())}
+	start := rdbBinlogPos(t, conn)
 	rdbExec(t, conn,
 		"INSERT INTO rimgl.t VALUES (1, REPEAT('b', 70000), REPEAT('é', 40000), REPEAT('x', 70000), 'small', 'small')",
 		"INSERT INTO rimgl.t VALUES (2, REPEAT('c', 100), CONCAT(REPEAT('日', 30000), '  '), NULL, NULL, NULL)",
 		"UPDATE rimgl.t SET lb = REPEAT('u', 80000), lt = REPEAT('v', 80000) WHERE id = 1",
 		"DELETE FROM rimgl.t WHERE id = 1")
 
-	rdbSyncerID++
-	sc := DecodingSyncerConfig(replication.BinlogSyncerConfig{
-		ServerID: uint32(100000+os.Getpid()%100000) + rdbSyncerID*200000,
-		Flavor:   "mariadb",
-		Host:     db.Host,
-		Port:     uint16(db.Port),
-		User:     "root",
-	})
-	sc.Logger = slog.New(slog.DiscardHandler)
-	sc.RowsEventDecodeFunc = deferRows
-	syncer := replication.NewBinlogSyncer(sc)
-	defer syncer.Close()
-	streamer, err := syncer.StartSync(start)
-	if err != nil {
-		t.Fatal(err)
-	}
+	streamer := rdbDeferredStream(t, db, start)
 	readCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	// aliases says whether v's bytes lie inside body.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -35,16 +36,15 @@ func tableParquetFiles(t *testing.T, tbl *table.Table) map[string]bool {
 	return out
 }
 
-// fileCodecs returns the codecs of every column chunk in a Parquet
-// file's footer.
-func fileCodecs(t *testing.T, path string) map[compress.Compression]int {
+// columnChunks returns the row groups of a Parquet file and the column
+// chunks of all of them, from its footer.
+func columnChunks(t *testing.T, path string) (groups int, chunks []*metadata.ColumnChunkMetaData) {
 	t.Helper()
 	pf, err := file.OpenParquetFile(strings.TrimPrefix(path, "file://"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	out := map[compress.Compression]int{}
 	md := pf.MetaData()
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		g := md.RowGroup(rg)
@@ -53,8 +53,20 @@ func fileCodecs(t *testing.T, path string) map[compress.Compression]int {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out[cc.Compression()]++
+			chunks = append(chunks, cc)
 		}
+	}
+	return md.NumRowGroups(), chunks
+}
+
+// fileCodecs returns the codecs of every column chunk in a Parquet
+// file's footer.
+func fileCodecs(t *testing.T, path string) map[compress.Compression]int {
+	t.Helper()
+	out := map[compress.Compression]int{}
+	_, chunks := columnChunks(t, path)
+	for _, cc := range chunks {
+		out[cc.Compression()]++
 	}
 	return out
 }

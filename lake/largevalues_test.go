@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
-
 	"github.com/cdcsync/cdcsync"
 )
 
@@ -41,28 +39,16 @@ func TestLargeValuesWriting(t *testing.T) {
 			if !strings.Contains(path, "-data.parquet") {
 				continue
 			}
-			pf, err := file.OpenParquetFile(strings.TrimPrefix(path, "file://"), false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			md := pf.MetaData()
-			for rg := 0; rg < md.NumRowGroups(); rg++ {
-				g := md.RowGroup(rg)
-				for c := 0; c < g.NumColumns(); c++ {
-					cc, err := g.ColumnChunk(c)
-					if err != nil {
-						t.Fatal(err)
-					}
-					switch name := cc.PathInSchema().String(); {
-					case name == "s":
-						dictS = dictS || cc.HasDictionaryPage()
-					case name != "id" && cc.HasDictionaryPage():
-						t.Errorf("column %s has a dictionary page", name)
-					}
+			n, chunks := columnChunks(t, path)
+			for _, cc := range chunks {
+				switch name := cc.PathInSchema().String(); {
+				case name == "s":
+					dictS = dictS || cc.HasDictionaryPage()
+				case name != "id" && cc.HasDictionaryPage():
+					t.Errorf("column %s has a dictionary page", name)
 				}
 			}
-			out = append(out, md.NumRowGroups())
-			pf.Close()
+			out = append(out, n)
 		}
 		if !dictS {
 			t.Error("the VARCHAR column of repeated values has no dictionary in any row group")

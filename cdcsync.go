@@ -66,6 +66,17 @@ type Column struct {
 	Scale      int // DECIMAL scale
 }
 
+// Spatial says whether c is of a spatial type (GEOMETRY, POINT, ...),
+// whose values are WKB.
+func (c *Column) Spatial() bool {
+	switch strings.ToLower(c.DataType) {
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+		"geometrycollection", "geomcollection":
+		return true
+	}
+	return false
+}
+
 // TableSchema is the shape of one MySQL table.
 type TableSchema struct {
 	ID         TableID

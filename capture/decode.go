@@ -956,22 +956,13 @@ func decInet6(b [16]byte) string {
 // bytes (the binlog drops trailing zero bytes), a spatial value without the
 // 4-byte SRID that MySQL puts before the WKB.
 func decBinaryValue(c *cdcsync.Column, b []byte) (any, error) {
-	if decIsSpatial(c) {
+	if c.Spatial() {
 		if len(b) < 4 {
 			return nil, decErr(c, ReasonBadValue, decShow(b), "a spatial value shorter than its 4-byte SRID")
 		}
 		return append([]byte{}, b[4:]...), nil
 	}
 	return decPadBinary(c, b), nil
-}
-
-func decIsSpatial(c *cdcsync.Column) bool {
-	switch strings.ToLower(c.DataType) {
-	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-		"geometrycollection", "geomcollection":
-		return true
-	}
-	return false
 }
 
 // decTimeText parses a TIME, "[-]H:MM:SS[.f{1,6}]" (any number of hours),

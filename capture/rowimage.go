@@ -100,7 +100,8 @@ type colDecoder struct {
 	// fsp is a temporal's fractional digits, scale a DECIMAL's.
 	fsp, prec, scale int
 	// plain: a UTF-8 text column whose value is its bytes (trimmed of
-	// trailing spaces for CHAR), copied into the row's arena.
+	// trailing spaces for CHAR), copied into the row's arena (or, when
+	// large, shared with the event: shareValueBytes).
 	plain, trim bool
 	// shared: a binary column whose value is its bytes as they are (not
 	// BINARY(n), not spatial), which a large value may share with the
@@ -234,7 +235,7 @@ func compileRowDecoder(m *replication.TableMapEvent, s *cdcsync.TableSchema) *ro
 				cd.plain = class <= decStrChar && !decHasCharset(c)
 				cd.trim = class == decStrChar
 			case cdcsync.KindBinary:
-				cd.shared = !decIsSpatial(c) && !strings.EqualFold(c.DataType, "binary")
+				cd.shared = !c.Spatial() && !strings.EqualFold(c.DataType, "binary")
 			default:
 				return nil
 			}
@@ -379,7 +380,8 @@ func (d *rowDecoder) image(data []byte) (cdcsync.Row, int, bool) {
 // rows event past binlog_row_event_max_size, 8 KiB by default), so the
 // event costs no more than the copy would, and rows of LONGBLOBs of
 // megabytes are not held twice while they are read (TestHugeTransactions).
-// Updates copy: their after image would keep the before image alive.
+// Updates copy: their after image would keep the before image alive; so
+// do the events of a compressed transaction, which share one buffer.
 const shareValueBytes = 64 << 10
 
 // textSpan is where a text value of the image being decoded is in

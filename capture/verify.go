@@ -114,7 +114,7 @@ func pieceSQL(c *cdcsync.Column) (string, bool) {
 		// utf8mb4, utf8mb3 and ascii: the stored bytes are the UTF-8.
 		return str("CAST("+q+" AS BINARY)", "LENGTH("+q+")"), true
 	case cdcsync.KindBinary:
-		if decIsSpatial(c) {
+		if c.Spatial() {
 			return str("SUBSTRING("+q+", 5)", "(LENGTH("+q+") - 4)"), true
 		}
 		return str(q, "LENGTH("+q+")"), true

@@ -650,9 +650,8 @@ func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties 
 // LONGBLOBs of 2 MiB peaked 50 MiB higher with it).
 func largeValues(c *cdcsync.Column) bool {
 	switch strings.ToLower(c.DataType) {
-	case "mediumblob", "longblob", "mediumtext", "longtext", "json",
-		"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
+	case "mediumblob", "longblob", "mediumtext", "longtext", "json":
 		return true
 	}
-	return false
+	return c.Spatial()
 }

@@ -496,7 +496,7 @@ func (w *fileWriter) newPath(gi int, partPath string) string {
 // Rows of largeRowBytes and more are bounded tighter, to largeBatchBytes:
 // arrow-go writes a page of up to 1,024 values before it looks at its
 // size, so a batch of such rows is one page, held about six times over
-// (Arrow, the page growing, compressed, zstd's window of it); with 16 MiB
+// (Arrow, the page growing, compressed, zstd's history); with 16 MiB
 // batches of LONGBLOBs of 2 MiB, the writer alone held about 100 MiB.
 const (
 	writeBatchRows  = 1 << 16

@@ -12,6 +12,12 @@ var ErrRestart = errors.New("the session restarts")
 // failover went to a server without it): no reconnect cures it.
 var ErrPositionLost = errors.New("the binlog position cdcsync needs is no longer on the server")
 
+// ErrInterrupted is wrapped by the error of a commit that gave up work a
+// shutdown must not wait for (rebuilding a table's key index reads the
+// whole table): nothing of that table's share of the epoch is committed,
+// and it is read again after a restart.
+var ErrInterrupted = errors.New("the commit was interrupted by the shutdown")
+
 // permanentError marks a failure that retrying cannot fix.
 type permanentError struct{ err error }
 

@@ -109,6 +109,9 @@ type Epoch struct {
 	// Spill names the part of the epoch written out before the commit
 	// (Spill; 0: none), which the commit adds.
 	Spill int64
+	// Interrupt, when closed, makes the commit give up bringing the key
+	// index to the table (syncIndexUnless); nil: never.
+	Interrupt <-chan struct{}
 }
 
 // summary is the snapshot summary of an epoch commit; copying is the

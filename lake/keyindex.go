@@ -244,6 +244,31 @@ func (t *Table) syncIndex(ctx context.Context, tbl *table.Table) error {
 	return t.syncIndexKnown(ctx, tbl, nil)
 }
 
+// syncIndexUnless is syncIndex that gives up when interrupt closes (the
+// pipeline stops): a rebuild reads the whole table, and a replay every file
+// added since, which a shutdown must not wait for. The error then wraps
+// cdcsync.ErrInterrupted, and the index keeps what it committed (a rebuild
+// cut short starts again; a replay goes on from its last snapshot).
+func (t *Table) syncIndexUnless(ctx context.Context, tbl *table.Table, interrupt <-chan struct{}) error {
+	if interrupt == nil {
+		return t.syncIndex(ctx, tbl)
+	}
+	ictx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-interrupt:
+			cancel(cdcsync.ErrInterrupted)
+		case <-ictx.Done():
+		}
+	}()
+	err := t.syncIndex(ictx, tbl)
+	if err != nil && errors.Is(context.Cause(ictx), cdcsync.ErrInterrupted) {
+		return fmt.Errorf("bring the key index of %s to the table (%v): %w", t.ID, err, cdcsync.ErrInterrupted)
+	}
+	return err
+}
+
 // syncIndexKnown is syncIndex told the keys of the rows of some files
 // added since (see movedKeys).
 func (t *Table) syncIndexKnown(ctx context.Context, tbl *table.Table, known *movedKeys) error {
@@ -309,6 +334,9 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 		dead, ok := known.deadIn(added)
 		if err == nil && !ok {
 			dead, err = ownDeletes(ctx, fsys, s, added)
+		}
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("key index of %s: %w", t.ID, err)
 		}
 		if err != nil {
 			// A snapshot whose manifests are gone (expired, or a
@@ -653,7 +681,7 @@ func (t *Table) positionEpochFiles(ctx context.Context, base *table.Table, e Epo
 	if t.state.keys == nil {
 		return nil, nil, fmt.Errorf("%s records deletes by position but this process has no key index open for it; this is a bug", t.ID)
 	}
-	if err := t.syncIndex(ctx, base); err != nil {
+	if err := t.syncIndexUnless(ctx, base, e.Interrupt); err != nil {
 		return nil, nil, err
 	}
 	targets, keys, err := t.positionTargets(deletes)

@@ -1,13 +1,17 @@
 package lake
 
 import (
-	"github.com/cdcsync/cdcsync/capture/binlogpos"
-
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/capture/binlogpos"
 )
 
 // BenchmarkKeyIndexRebuild measures the rebuild of a key index from the
@@ -56,4 +60,52 @@ func BenchmarkKeyIndexRebuild(b *testing.B) {
 		b.Fatalf("the rebuilds indexed %d rows, want %d per run", got, n)
 	}
 	perRow(b, n, ms, elapsed, cpu, 0)
+}
+
+// BenchmarkKeyIndexRebuildSmallEpochs measures the rebuild of the index of
+// a table that took many small epochs and no compaction yet (a daemon that
+// takes over a pipeline, or restarts without its index, between two
+// compactions): 10,000 rows, then 200 epochs of 50 updates each, every
+// epoch a data file and a position delete file that may apply to every
+// older data file.
+func BenchmarkKeyIndexRebuildSmallEpochs(b *testing.B) {
+	_, t := benchTable(b)
+	ctx := context.Background()
+	const rows, epochs, perEpoch = 10_000, 200, 50
+	commit := func(n int64, deletes, rows []cdcsync.Row) {
+		pos := binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: fmt.Sprintf("0-1-%d", n)}.Position()
+		if err := t.Commit(ctx, Epoch{Number: n, Pos: pos}, deletes, rows, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	commit(1, nil, benchRows(rows))
+	r := rand.New(rand.NewPCG(3, 4))
+	for e := 0; e < epochs; e++ {
+		upd := benchRows(perEpoch)
+		for i := range upd {
+			upd[i][0] = 1 + r.Int64N(rows)
+		}
+		slices.SortFunc(upd, func(a, b cdcsync.Row) int { return cmp.Compare(a[0].(int64), b[0].(int64)) })
+		upd = slices.CompactFunc(upd, func(a, b cdcsync.Row) bool { return a[0] == b[0] })
+		commit(int64(e+2), upd, upd)
+	}
+	tbl := t.current()
+	h := tbl.CurrentSnapshot()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := t.state.keys.rebuildRows.Load()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuNow()
+	for i := 0; i < b.N; i++ {
+		if err := t.rebuildIndex(ctx, tbl, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed, cpu := time.Since(start), cpuNow()-cpu0
+	b.StopTimer()
+	if got := t.state.keys.rebuildRows.Load() - before; got != int64(b.N)*rows {
+		b.Fatalf("the rebuilds indexed %d rows, want %d per run", got, rows)
+	}
+	perRow(b, rows, ms, elapsed, cpu, 0)
 }

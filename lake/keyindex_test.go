@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -401,4 +403,127 @@ func TestCompactSwitchedTableNextToEpochs(t *testing.T) {
 	}
 	e.commit(daemon, keys(1, 10), "after", []int64{40})
 	e.assertModel(daemon.Iceberg())
+}
+
+// TestInterruptedIndexSync: a shutdown does not wait for a key index to be
+// built. A commit that must rebuild its table's index gives up once its
+// epoch's Interrupt closes, before or during the rebuild, with an error
+// wrapping cdcsync.ErrInterrupted, and commits nothing; a commit whose
+// index is current goes through. The next commit builds the index, and
+// the rows equal the model.
+func TestInterruptedIndexSync(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	r := rand.New(rand.NewPCG(7, 8))
+	e.commit(nil, keys(1, 100), "v0", nil)
+	for i := 0; i < 5; i++ {
+		e.randomEpoch(r, nil, 120)
+	}
+	closed := make(chan struct{})
+	close(closed)
+	try := func(tb *Table, interrupt <-chan struct{}) error {
+		set, del := []int64{3, 200}, []int64{5}
+		d, rows := e.change(set, fmt.Sprintf("e%d", e.epoch+1), del)
+		err := tb.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1), Interrupt: interrupt}, d, rows, nil)
+		if err == nil {
+			e.epoch++
+			e.apply(set, fmt.Sprintf("e%d", e.epoch), del)
+		}
+		return err
+	}
+
+	// The index is current: an interrupted commit has nothing to give up.
+	if err := try(e.tbl, closed); err != nil {
+		t.Fatalf("a commit with its index current failed after an interrupt: %v", err)
+	}
+	e.assertModel(e.tbl.current())
+
+	for _, when := range []string{"before the rebuild", "during the rebuild"} {
+		// Another machine's daemon (an empty index) must build it.
+		b := e.reopen()
+		before := b.current().CurrentSnapshot().SnapshotID
+		interrupt := closed
+		if when == "during the rebuild" {
+			ch := make(chan struct{})
+			b.state.keys.fault = func(point string) {
+				if point == "during-index-rebuild" {
+					close(ch)
+					time.Sleep(100 * time.Millisecond) // the interrupt reaches the rebuild's context
+				}
+			}
+			interrupt = ch
+		}
+		err := try(b, interrupt)
+		if !errors.Is(err, cdcsync.ErrInterrupted) {
+			t.Fatalf("%s: a commit that must build its key index, interrupted: %v; want an error wrapping cdcsync.ErrInterrupted", when, err)
+		}
+		if err := b.reloadForTest(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if now := b.current().CurrentSnapshot().SnapshotID; now != before {
+			t.Fatalf("%s: the interrupted commit committed snapshot %d", when, now)
+		}
+		if st, ok, err := b.state.keys.db.State(); err != nil || (ok && st.Complete) {
+			t.Fatalf("%s: the index after an interrupted build: %+v, %v, %v; want it unfinished", when, st, ok, err)
+		}
+		b.state.keys.fault = nil
+		for i := 0; i < 3; i++ {
+			e.randomEpoch(r, b, 220)
+			e.assertModel(b.current())
+		}
+		if err := e.tbl.reloadForTest(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPositionDeletesReadOnce: a rebuild reads each position delete file
+// once, however many data files it applies to, gives each data file the
+// positions the file names for it, and keeps nothing once the last task
+// that applies a file has taken its share.
+func TestPositionDeletesReadOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	r := rand.New(rand.NewPCG(9, 10))
+	e.commit(nil, keys(1, 100), "v0", nil)
+	for i := 0; i < 12; i++ {
+		e.randomEpoch(r, nil, 120)
+	}
+	tbl := e.tbl.current()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd := newPositionDeletes(fsys, tasks)
+	files, applied := map[string]bool{}, 0
+	for _, task := range tasks {
+		for _, d := range task.DeleteFiles {
+			files[d.FilePath()] = true
+			applied++
+			got, err := pd.of(ctx, d, task.File.FilePath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s deletes %v from %s, want %v", d.FilePath(), got, task.File.FilePath(), want)
+			}
+		}
+	}
+	if len(files) < 5 || applied <= len(files) {
+		t.Fatalf("%d tasks apply %d position delete files %d times: the table does not make the case", len(tasks), len(files), applied)
+	}
+	if pd.reads != len(files) {
+		t.Errorf("%d position delete files applied %d times were read %d times, want once each", len(files), applied, pd.reads)
+	}
+	if len(pd.byFile) != 0 {
+		t.Errorf("%d files' positions kept after the last task", len(pd.byFile))
+	}
 }

@@ -33,12 +33,15 @@ type Sink struct {
 	tables map[cdcsync.TableID]*Table
 	// indexSeen are the key index counts already published, per table.
 	indexSeen map[cdcsync.TableID]IndexCounts
+	// interrupt is closed by Interrupt: the pipeline stops.
+	interrupt     chan struct{}
+	interruptOnce sync.Once
 }
 
 // NewSink returns the sink of a session's tables, and publishes their
 // file and snapshot counts to m.
 func (l *Lake) NewSink(tables map[cdcsync.TableID]*Table, m *metrics.Metrics, maint *Maintainer) *Sink {
-	s := &Sink{lake: l, tables: tables, m: m, maint: maint, indexSeen: map[cdcsync.TableID]IndexCounts{}}
+	s := &Sink{lake: l, tables: tables, m: m, maint: maint, indexSeen: map[cdcsync.TableID]IndexCounts{}, interrupt: make(chan struct{})}
 	for id := range tables {
 		s.observe(id)
 	}
@@ -67,7 +70,7 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	if t == nil {
 		return cdcsync.Permanent(fmt.Errorf("a commit to %s, which has no Iceberg table in this session", id))
 	}
-	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos, SourceTime: d.Time, Spill: d.Spill}, d.Deletes, d.Rows, d.Copy)
+	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos, SourceTime: d.Time, Spill: d.Spill, Interrupt: s.interrupt}, d.Deletes, d.Rows, d.Copy)
 	switch {
 	case final(err):
 		return cdcsync.Permanent(err)
@@ -84,6 +87,11 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	}
 	return err
 }
+
+// Interrupt makes the commits under way and to come give up bringing a
+// key index to their table (merge.Interrupter): a rebuild reads the whole
+// table, which a shutdown must not wait for.
+func (s *Sink) Interrupt() { s.interruptOnce.Do(func() { close(s.interrupt) }) }
 
 // Spill writes part of table's share of the open epoch before its commit
 // (merge.Spiller).

@@ -292,7 +292,7 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 	if byPosition(t.mode) && (s.cdels == nil || s.cbase != baseID) {
 		t.removeFiles(ctx, base, s.cdels)
 		s.cdels = nil
-		cdels, csup, err := t.committedDeletes(ctx, base, s)
+		cdels, csup, err := t.committedDeletes(ctx, base, s, e.Interrupt)
 		if err != nil {
 			return err
 		}
@@ -502,12 +502,13 @@ func (s *spill) record(dels []iceberg.DataFile, state pkindex.State) error {
 }
 
 // committedDeletes writes the position deletes of the committed rows of
-// the keys the spill holds, looked up in the key index at base.
-func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spill) (dels, superseded []iceberg.DataFile, err error) {
+// the keys the spill holds, looked up in the key index at base (brought
+// there unless interrupt closes first).
+func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spill, interrupt <-chan struct{}) (dels, superseded []iceberg.DataFile, err error) {
 	if t.state.keys == nil {
 		return nil, nil, fmt.Errorf("%s records deletes by position but this process has no key index open for it; this is a bug", t.ID)
 	}
-	if err := t.syncIndex(ctx, base); err != nil {
+	if err := t.syncIndexUnless(ctx, base, interrupt); err != nil {
 		return nil, nil, err
 	}
 	ki := t.state.keys

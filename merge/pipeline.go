@@ -50,6 +50,16 @@ type IdleMaintainer interface {
 	MaintainIdle(ctx context.Context, tables []cdcsync.TableID) error
 }
 
+// Interrupter is implemented by a Sink whose commits can take long for
+// work a shutdown need not wait for (rebuilding a key index). The pipeline
+// calls Interrupt once it stops; the commits under way and to come give up
+// such work with an error wrapping cdcsync.ErrInterrupted, and the epoch is
+// left to be read again after a restart, as after a crash. A commit that
+// needs no such work goes through.
+type Interrupter interface {
+	Interrupt()
+}
+
 // DeleteColumner is implemented by a Sink whose equality deletes need only
 // some columns of the image they delete (the key and the partition source
 // columns): the epoch buffer then keeps only those of each before image.
@@ -482,14 +492,27 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		stopCopies()
 		p.stopping.Store(true)
+		if in, ok := p.sink.(Interrupter); ok {
+			in.Interrupt()
+		}
 		stop := time.AfterFunc(p.opts.ShutdownTimeout, cancelCommits)
 		defer stop.Stop()
 		werr := wait()
 		p.stopMaintenance() // shutting down: do not make the last commit wait for it
+		if errors.Is(werr, cdcsync.ErrInterrupted) {
+			// The epoch after it must not commit before it: nothing of
+			// the open one commits either.
+			p.log.Info("stopping: an epoch's commit was interrupted; its transactions are read again after a restart", "reason", werr)
+			p.abandon(commitCtx, buf)
+			buf = nil
+			return cause
+		}
 		if werr != nil {
 			return errors.Join(cause, werr)
 		}
-		if err := barrier(); err != nil {
+		if err := barrier(); errors.Is(err, cdcsync.ErrInterrupted) {
+			p.log.Info("stopping: the last epoch's commit was interrupted; its transactions are read again after a restart", "reason", err)
+		} else if err != nil {
 			return errors.Join(cause, err)
 		}
 		return cause
@@ -1280,7 +1303,7 @@ func (p *Pipeline) retry(ctx context.Context, what string, op func() error, fail
 			}
 			return attempt, nil
 		}
-		if errors.Is(err, cdcsync.ErrRestart) || cdcsync.IsPermanent(err) || cdcsync.IsStopTable(err) || ctx.Err() != nil {
+		if errors.Is(err, cdcsync.ErrRestart) || errors.Is(err, cdcsync.ErrInterrupted) || cdcsync.IsPermanent(err) || cdcsync.IsStopTable(err) || ctx.Err() != nil {
 			return attempt, err
 		}
 		outage := p.opts.Transient != nil && p.opts.Transient(err)

@@ -315,6 +315,96 @@ func TestPipelineCommitsOpenEpochOnShutdown(t *testing.T) {
 	}
 }
 
+// interruptSink is a memSink whose commit of epoch block (if any) waits
+// for Interrupt, and whose commits after Interrupt fail as a sink's that
+// must rebuild a key index first: with cdcsync.ErrInterrupted.
+type interruptSink struct {
+	memSink
+	block       int64
+	committing  chan struct{} // closed when the commit of block starts
+	interrupted chan struct{}
+	once        sync.Once
+}
+
+func (s *interruptSink) Interrupt() { s.once.Do(func() { close(s.interrupted) }) }
+
+func (s *interruptSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
+	if d.Epoch == s.block {
+		close(s.committing)
+		<-s.interrupted
+	}
+	select {
+	case <-s.interrupted:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.attempts == nil {
+			s.attempts = map[string]int{}
+		}
+		s.attempts[fmt.Sprintf("%s@%d", id, d.Epoch)]++
+		return fmt.Errorf("rebuild the key index: %w", cdcsync.ErrInterrupted)
+	default:
+	}
+	return s.memSink.Commit(ctx, id, d)
+}
+
+// TestPipelineShutdownInterruptsCommits: a shutdown interrupts the work
+// of a sink's commits that it need not wait for. The pipeline then stops
+// cleanly without retrying, checkpointing or committing anything after
+// the interrupted epoch: the epoch in flight when the signal came, or the
+// open one committed on the way out.
+func TestPipelineShutdownInterruptsCommits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		block   int64 // the epoch in flight at the shutdown; 0: none
+		commits string
+		ckpts   string
+	}{
+		{"the epoch in flight", 1, "[]", "[]"},
+		{"the open epoch", 0, "[shop.users@1]", "[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &interruptSink{block: tc.block, committing: make(chan struct{}), interrupted: make(chan struct{})}
+			p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),
+				Options{Order: order, Interval: 200 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 30, RetryBackoff: time.Millisecond}, quiet(), nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			ch := make(chan *cdcsync.Txn, 2)
+			ch <- txnAt(1, ins(u(1, "eu", "a")))
+			done := make(chan error)
+			go func() { done <- p.Run(ctx, ch) }()
+			if tc.block != 0 {
+				<-sink.committing
+			} else {
+				waitFor(t, "epoch 1 to commit", func() bool {
+					sink.mu.Lock()
+					defer sink.mu.Unlock()
+					return len(sink.checkpoints) == 1
+				})
+			}
+			ch <- txnAt(2, ins(u(2, "eu", "b"))) // the open epoch
+			waitFor(t, "the second transaction to be read", func() bool { return p.LastSeen().After(time.Time{}) && len(ch) == 0 })
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("the pipeline stopped with %v; an interrupted commit is a clean stop", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pipeline did not stop")
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if fmt.Sprint(sink.commits) != tc.commits || fmt.Sprint(sink.checkpoints) != tc.ckpts {
+				t.Errorf("commits %v checkpoints %v; want %s and %s", sink.commits, sink.checkpoints, tc.commits, tc.ckpts)
+			}
+			for k, n := range sink.attempts {
+				if n != 1 {
+					t.Errorf("%s was tried %d times: an interrupted commit is not retried", k, n)
+				}
+			}
+		})
+	}
+}
+
 func TestPipelineCheckpointsTransactionsOfOtherTables(t *testing.T) {
 	sink := &memSink{}
 	p := New(sink, []Table{{Schema: users}}, 1, mariaPos(0),

@@ -478,9 +478,8 @@ func TestInterruptedIndexSync(t *testing.T) {
 }
 
 // TestPositionDeletesReadOnce: a rebuild reads each position delete file
-// once, however many data files it applies to, gives each data file the
-// positions the file names for it, and keeps nothing once the last task
-// that applies a file has taken its share.
+// once, however many data files it applies to, and gives each data file
+// the positions the delete files name for it, ascending.
 func TestPositionDeletesReadOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newKV(t, "p")
@@ -498,23 +497,25 @@ func TestPositionDeletesReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pd := newPositionDeletes(fsys, tasks)
+	pd := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
 	files, applied := map[string]bool{}, 0
 	for _, task := range tasks {
+		if err := pd.load(ctx, fsys, task.DeleteFiles); err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
 		for _, d := range task.DeleteFiles {
 			files[d.FilePath()] = true
 			applied++
-			got, err := pd.of(ctx, d, task.File.FilePath())
+			ps, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%s deletes %v from %s, want %v", d.FilePath(), got, task.File.FilePath(), want)
-			}
+			want = append(want, ps...)
+		}
+		slices.Sort(want)
+		if got := pd.of(task.File.FilePath()); !slices.Equal(got, slices.Compact(want)) {
+			t.Errorf("%s: deleted positions %v, want %v", task.File.FilePath(), got, want)
 		}
 	}
 	if len(files) < 5 || applied <= len(files) {
@@ -522,8 +523,5 @@ func TestPositionDeletesReadOnce(t *testing.T) {
 	}
 	if pd.reads != len(files) {
 		t.Errorf("%d position delete files applied %d times were read %d times, want once each", len(files), applied, pd.reads)
-	}
-	if len(pd.byFile) != 0 {
-		t.Errorf("%d files' positions kept after the last task", len(pd.byFile))
 	}
 }

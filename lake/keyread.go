@@ -191,61 +191,6 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 	return nil
 }
 
-// positionDeletes reads the position deletes of a scan's tasks. A position
-// delete file may apply to every older data file of its partition (one
-// epoch's file names rows of many), so each is read once, for all the data
-// files it names, and what it named is kept until the last task that
-// applies it has taken its share: read again per task, a rebuild after
-// many small epochs read files times deletes (2.4 s for 10,000 rows and
-// 200 epochs). Deletion vectors name one data file each and are read as
-// they come.
-type positionDeletes struct {
-	fsys icebergio.IO
-	// refs counts the tasks yet to take their share of each file; byFile
-	// holds the files read that some task still needs: positions by data
-	// file path.
-	refs   map[string]int
-	byFile map[string]map[string][]int64
-	reads  int // position delete files read
-}
-
-func newPositionDeletes(fsys icebergio.IO, tasks []table.FileScanTask) *positionDeletes {
-	pd := &positionDeletes{fsys: fsys, refs: map[string]int{}, byFile: map[string]map[string][]int64{}}
-	for _, task := range tasks {
-		for _, d := range task.DeleteFiles {
-			if !table.IsDeletionVector(d) {
-				pd.refs[d.FilePath()]++
-			}
-		}
-	}
-	return pd
-}
-
-// of returns the positions that del deletes from the data file at path,
-// for one task.
-func (pd *positionDeletes) of(ctx context.Context, del iceberg.DataFile, path string) ([]int64, error) {
-	name := del.FilePath()
-	if table.IsDeletionVector(del) || pd.refs[name] == 0 {
-		return readPositionDeletes(ctx, pd.fsys, del, path)
-	}
-	byPath, ok := pd.byFile[name]
-	if !ok {
-		byPath = map[string][]int64{}
-		if err := eachPositionDelete(ctx, pd.fsys, del, func(p string, pos int64) bool {
-			byPath[p] = append(byPath[p], pos)
-			return true
-		}); err != nil {
-			return nil, err
-		}
-		pd.reads++
-		pd.byFile[name] = byPath
-	}
-	if pd.refs[name]--; pd.refs[name] == 0 {
-		delete(pd.byFile, name)
-	}
-	return byPath[path], nil
-}
-
 // liveKeys calls fn with the key, data file and position of every live row
 // of tbl at snapshot snap (the rows a reader sees): the rows of each data
 // file less its position and equality deletes.
@@ -264,21 +209,18 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 		return fmt.Errorf("open the file IO of %s: %w", ts.ID, err)
 	}
 	eqKeys := map[string]map[string]struct{}{} // per equality delete file
-	posDels := newPositionDeletes(fsys, tasks)
+	posDels := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
 	for _, task := range tasks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		deleted := map[int64]struct{}{}
-		for _, d := range slices.Concat(task.DeleteFiles, task.DeletionVectorFiles) {
-			ps, err := posDels.of(ctx, d, task.File.FilePath())
-			if err != nil {
-				return err
-			}
-			for _, p := range ps {
-				deleted[p] = struct{}{}
-			}
+		if err := posDels.load(ctx, fsys, task.DeleteFiles); err != nil {
+			return err
 		}
+		if err := posDels.loadDVs(fsys, task.DeletionVectorFiles); err != nil {
+			return err
+		}
+		gone := posDels.of(task.File.FilePath()) // ascending
 		var eqs []map[string]struct{}
 		for _, d := range task.EqualityDeleteFiles {
 			set, ok := eqKeys[d.FilePath()]
@@ -298,8 +240,11 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 			}
 			eqs = append(eqs, set)
 		}
-		if err := readFileKeys(ctx, fsys, task.File.FilePath(), kc, func(pos int64, key []byte) error {
-			if _, ok := deleted[pos]; ok {
+		if err := readFileKeys(ctx, fsys, task.File.FilePath(), kc, func(pos int64, key []byte) error { // pos ascending
+			for len(gone) > 0 && gone[0] < pos {
+				gone = gone[1:]
+			}
+			if len(gone) > 0 && gone[0] == pos {
 				return nil
 			}
 			for _, set := range eqs {

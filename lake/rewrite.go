@@ -326,13 +326,14 @@ func (s *sharedDeletes) positions() *posDeletes {
 }
 
 // posDeletes holds the rows that position delete files delete from the
-// data files a compaction rewrites (want), each delete file read once
-// however many groups it applies to.
+// data files a compaction rewrites or a key index rebuild reads (want),
+// each delete file read once however many data files it applies to.
 type posDeletes struct {
 	want   map[string]bool
 	read   map[string]bool
 	rows   map[string][]int64
 	sorted map[string]bool
+	reads  int // delete files and deletion vectors read
 }
 
 func newPosDeletes(groups []table.CompactionTaskGroup) *posDeletes {
@@ -354,6 +355,7 @@ func (p *posDeletes) load(ctx context.Context, fsys icebergio.IO, dels []iceberg
 			continue
 		}
 		p.read[d.FilePath()] = true
+		p.reads++
 		if err := eachPositionDelete(ctx, fsys, d, func(path string, pos int64) bool {
 			if p.want[path] {
 				p.rows[path] = append(p.rows[path], pos)
@@ -375,6 +377,7 @@ func (p *posDeletes) loadDVs(fsys icebergio.IO, dvs []iceberg.DataFile) error {
 			continue
 		}
 		p.read[key] = true
+		p.reads++
 		if err := eachDVDelete(fsys, d, func(path string, pos int64) bool {
 			if p.want[path] {
 				p.rows[path] = append(p.rows[path], pos)

@@ -550,9 +550,18 @@ func (t *Table) setRefs(ctx context.Context, base *table.Table, reqs []table.Req
 
 func snapshotID(s *table.Snapshot) int64 {
 	if s == nil {
-		return -1
+		return noSnapshot
 	}
 	return s.SnapshotID
+}
+
+// parentID is the id of s's parent: noSnapshot for a table's first
+// snapshot, whose base was the table without snapshots.
+func parentID(s *table.Snapshot) int64 {
+	if s.ParentSnapshotID == nil {
+		return noSnapshot
+	}
+	return *s.ParentSnapshotID
 }
 
 func (t *Table) reload(ctx context.Context) (*table.Table, error) {

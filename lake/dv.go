@@ -127,7 +127,7 @@ func (t *Table) advanceDVs(base *table.Table, dels []iceberg.DataFile) {
 	}
 	cur := t.current().Metadata()
 	h := head(cur, refOf(cur))
-	if h == nil || h.ParentSnapshotID == nil || *h.ParentSnapshotID != c.snap {
+	if h == nil || parentID(h) != c.snap {
 		t.state.dvs = nil // not our commit on top of base
 		return
 	}

@@ -300,18 +300,22 @@ func (t *Table) syncIndexKnown(ctx context.Context, tbl *table.Table, known *mov
 const maxReplay = 500
 
 // lineageFrom returns the snapshots after ancestor up to head, oldest
-// first, and whether ancestor is in head's lineage within max steps.
+// first, and whether ancestor is in head's lineage within max steps. An
+// ancestor of noSnapshot (the index of the table before its first
+// snapshot) is the start of the lineage.
 func lineageFrom(meta table.Metadata, h *table.Snapshot, ancestor int64, max int) ([]*table.Snapshot, bool) {
 	var path []*table.Snapshot
 	for s := h; s != nil && len(path) <= max; {
 		if s.SnapshotID == ancestor {
-			for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-				path[i], path[j] = path[j], path[i]
-			}
+			slices.Reverse(path)
 			return path, true
 		}
 		path = append(path, s)
 		if s.ParentSnapshotID == nil {
+			if ancestor == noSnapshot && len(path) <= max {
+				slices.Reverse(path)
+				return path, true
+			}
 			break
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
@@ -727,7 +731,7 @@ func (t *Table) writeTargets(ctx context.Context, base *table.Table, targets []p
 func (t *Table) indexEpoch(e Epoch, p *pendingFiles, rows []cdcsync.Row) {
 	tbl := t.current()
 	snap := epochSnapshot(tbl.Metadata(), refOf(tbl.Metadata()), t.pipeline, e.Number)
-	if snap == nil || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != p.base {
+	if snap == nil || parentID(snap) != p.base {
 		return // another writer in between: syncIndex replays
 	}
 	if f := t.state.keys.fault; f != nil {

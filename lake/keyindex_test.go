@@ -77,10 +77,17 @@ func TestPositionModeEpochs(t *testing.T) {
 	if p, q := deleteFiles(t, e.tbl.current()); p+q != 0 {
 		t.Fatalf("an epoch of new keys wrote %d position and %d equality delete files, want none", p, q)
 	}
+	// The index follows the table's first snapshot too.
+	if st, ok, err := e.tbl.state.keys.db.State(); err != nil || !ok || !st.Complete || st.SnapshotID != e.tbl.current().CurrentSnapshot().SnapshotID {
+		t.Fatalf("index state after the first commit %+v (%v, %v), want complete at snapshot %d", st, ok, err, e.tbl.current().CurrentSnapshot().SnapshotID)
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 25; i++ {
 		e.randomEpoch(r, nil, 250)
 		e.assertModel(e.tbl.current())
+	}
+	if c, _ := e.tbl.IndexCounts(); c.Rebuilds != 0 || c.Replayed != 0 {
+		t.Errorf("the index was rebuilt %d times and replayed %d snapshots over epochs that only this table committed", c.Rebuilds, c.Replayed)
 	}
 	if _, q := deleteFiles(t, e.tbl.current()); q != 0 {
 		t.Fatalf("%d equality delete files in a position-mode table", q)

@@ -9,11 +9,15 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -195,7 +199,7 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 			}
 			plain := tk
 			plain.EqualityDeleteFiles, plain.DeleteFiles, plain.DeletionVectorFiles = nil, nil, nil
-			_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows)).ReadTasks(ctx, []table.FileScanTask{plain})
+			recs, err := readTask(ctx, tbl, fsys, plain, schema)
 			if err != nil {
 				yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
 				return
@@ -245,6 +249,92 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 		}
 	}
 	return rd, nil
+}
+
+// readTask reads the rows of tk, a whole data file without deletes, as
+// schema (the scan's) in batches of rewriteBatchRows. A file whose columns
+// are the scan's (the same names, field ids and types, in order: written
+// since the last schema change) is read with a Parquet reader that holds a
+// page of one column at a time; iceberg-go's reader holds every column
+// chunk of a row group whole, read in parallel, which made up most of the
+// steady state's memory peak when the compaction of a large file ran next
+// to epoch commits. Any other file is read through iceberg-go, which
+// projects it onto the table's schema.
+func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask, schema *arrow.Schema) (iter.Seq2[arrow.RecordBatch, error], error) {
+	pr, err := openPlainReader(fsys, tk.File.FilePath(), schema, tbl.Schema())
+	if err != nil {
+		return nil, err
+	}
+	if pr == nil {
+		_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows)).ReadTasks(ctx, []table.FileScanTask{tk})
+		return recs, err
+	}
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		defer pr.close()
+		rr, err := pr.fr.GetRecordReader(ctx, nil, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer rr.Release()
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			out := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+			if !yield(out, nil) {
+				return
+			}
+		}
+		if err := rr.Err(); err != nil {
+			yield(nil, err)
+		}
+	}, nil
+}
+
+// openPlainReader opens the Parquet file at path for readTask, or returns
+// nil when its columns are not schema's, the Arrow form of ice.
+func openPlainReader(fsys icebergio.IO, path string, schema *arrow.Schema, ice *iceberg.Schema) (*parquetReader, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
+	}
+	pr := &parquetReader{f: f, pf: pf}
+	if pr.fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rewriteBatchRows}, memory.DefaultAllocator); err != nil {
+		pr.close()
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	fileSchema, err := pr.fr.Schema()
+	if err != nil || !sameColumns(fileSchema, schema, ice) {
+		pr.close()
+		return nil, nil
+	}
+	return pr, nil
+}
+
+// sameColumns says whether a file's Arrow schema has the columns of want,
+// the Arrow form of ice: the same names, field ids and types, in order.
+func sameColumns(got, want *arrow.Schema, ice *iceberg.Schema) bool {
+	if got.NumFields() != want.NumFields() || ice.NumFields() != want.NumFields() {
+		return false
+	}
+	for i, g := range got.Fields() {
+		w, f := want.Field(i), ice.Field(i)
+		if _, nested := g.Type.(arrow.NestedType); nested {
+			return false // the field ids inside are not compared
+		}
+		id, _ := g.Metadata.GetValue("PARQUET:field_id")
+		if g.Name != w.Name || f.Name != w.Name || id != strconv.Itoa(f.ID) || g.Nullable != w.Nullable || !arrow.TypeEqual(g.Type, w.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // identifierNames returns the names of the schema's identifier fields, the

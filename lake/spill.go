@@ -585,7 +585,7 @@ func (t *Table) indexSpill(ctx context.Context, e Epoch, s *spill, data []iceber
 	tbl := t.current()
 	snap := epochSnapshot(tbl.Metadata(), refOf(tbl.Metadata()), t.pipeline, e.Number)
 	ki := t.state.keys
-	if snap == nil || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != baseID {
+	if snap == nil || parentID(snap) != baseID {
 		return // another writer in between: syncIndex replays
 	}
 	err := func() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -370,9 +371,9 @@ func (t *Table) replayIndex(ctx context.Context, tbl *table.Table, path []*table
 				}
 				return nil
 			}
-			if keys := known.of(df); keys != nil {
-				for pos, key := range keys {
-					_ = put(int64(pos), key)
+			if keys, ok := known.of(df); ok {
+				for pos := range keys.len() {
+					_ = put(int64(pos), keys.at(pos))
 				}
 				continue
 			}
@@ -414,14 +415,24 @@ func manifestsOnly(s *table.Snapshot) bool {
 // small files a run over staged rows writes took a third of the daemon's
 // CPU at 10,000 changes/s on a finely partitioned table (issue 23). Past
 // maxMovedKeys rows it gives up and the replay reads the files.
+//
+// A key is kept as a reference into one arena, 8 bytes a row beside the
+// key itself: as a slice of its own (24 bytes) the keys of a compaction of
+// a million-row file, with the arena's earlier copies that those slices
+// kept alive, were 74 MB, the largest part of the steady state's memory
+// peak at 10,000 changes/s.
 type movedKeys struct {
 	arena []byte
-	files map[string][][]byte
+	files map[string][]keyRef
 	rows  int
 	// dead, once set (deleted), holds the positions (sorted) that the
 	// compaction's own commit deletes in the files it wrote.
 	dead map[string][]int64
 }
+
+// keyRef locates a key in movedKeys.arena: n is its length plus one, 0
+// for a row whose key is not recorded.
+type keyRef struct{ start, n uint32 }
 
 // deleted records the positions that the compaction's commit deletes in
 // the files it wrote (rebase.go).
@@ -439,7 +450,7 @@ func (m *movedKeys) deadIn(added []iceberg.DataFile) (map[string][]int64, bool) 
 		return nil, false
 	}
 	for _, df := range added {
-		if m.of(df) == nil {
+		if _, ok := m.of(df); !ok {
 			return nil, false
 		}
 	}
@@ -448,29 +459,51 @@ func (m *movedKeys) deadIn(added []iceberg.DataFile) (map[string][]int64, bool) 
 
 const maxMovedKeys = 1 << 20
 
-func newMovedKeys() *movedKeys { return &movedKeys{files: map[string][][]byte{}} }
+func newMovedKeys() *movedKeys { return &movedKeys{files: map[string][]keyRef{}} }
+
+// refs returns the key references of df's rows, made on first use.
+func (m *movedKeys) refs(df iceberg.DataFile) []keyRef {
+	refs := m.files[df.FilePath()]
+	if refs == nil {
+		refs = make([]keyRef, df.Count())
+		m.files[df.FilePath()] = refs
+	}
+	return refs
+}
+
+// keep appends key to the arena and returns its reference; ok is false
+// when the arena would outgrow what a reference can locate (m then gives
+// up on every key).
+func (m *movedKeys) keep(key []byte) (keyRef, bool) {
+	start := len(m.arena)
+	if start+len(key) >= math.MaxUint32 {
+		m.arena, m.files = nil, nil
+		return keyRef{}, false
+	}
+	m.arena = append(m.arena, key...)
+	return keyRef{start: uint32(start), n: uint32(len(key)) + 1}, true
+}
 
 // add records rows, written to files at locs.
 func (m *movedKeys) add(ts *cdcsync.TableSchema, files []iceberg.DataFile, rows []cdcsync.Row, locs []rowLoc) error {
 	if !m.reserve(len(rows)) {
 		return nil
 	}
+	var key []byte
 	for i, r := range rows {
-		df := files[locs[i].file]
-		keys := m.files[df.FilePath()]
-		if keys == nil {
-			keys = make([][]byte, df.Count())
-			m.files[df.FilePath()] = keys
+		refs := m.refs(files[locs[i].file])
+		if locs[i].pos < 0 || locs[i].pos >= int64(len(refs)) {
+			return fmt.Errorf("row %d of %s placed at position %d, past its %d rows; this is a bug", i, files[locs[i].file].FilePath(), locs[i].pos, len(refs))
 		}
-		if locs[i].pos < 0 || locs[i].pos >= int64(len(keys)) {
-			return fmt.Errorf("row %d of %s placed at position %d, past its %d rows; this is a bug", i, df.FilePath(), locs[i].pos, len(keys))
-		}
-		start := len(m.arena)
 		var err error
-		if m.arena, err = ts.AppendKey(m.arena, r); err != nil {
+		if key, err = ts.AppendKey(key[:0], r); err != nil {
 			return err
 		}
-		keys[locs[i].pos] = m.arena[start:len(m.arena):len(m.arena)]
+		ref, ok := m.keep(key)
+		if !ok {
+			return nil
+		}
+		refs[locs[i].pos] = ref
 	}
 	return nil
 }
@@ -493,34 +526,55 @@ func (m *movedKeys) read(ctx context.Context, fsys icebergio.IO, df iceberg.Data
 	if !m.reserve(int(df.Count())) {
 		return nil
 	}
-	keys := make([][]byte, df.Count())
+	refs := m.refs(df)
 	err := readFileKeys(ctx, fsys, df.FilePath(), kc, func(pos int64, key []byte) error {
-		if pos >= int64(len(keys)) {
-			return fmt.Errorf("%s has more rows than its manifest entry says (%d)", df.FilePath(), len(keys))
+		if pos >= int64(len(refs)) {
+			return fmt.Errorf("%s has more rows than its manifest entry says (%d)", df.FilePath(), len(refs))
 		}
-		start := len(m.arena)
-		m.arena = append(m.arena, key...)
-		keys[pos] = m.arena[start:len(m.arena):len(m.arena)]
+		ref, ok := m.keep(key)
+		if !ok {
+			return errGaveUp
+		}
+		refs[pos] = ref
 		return nil
 	})
+	if errors.Is(err, errGaveUp) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("read the keys of %s: %w", df.FilePath(), err)
 	}
-	m.files[df.FilePath()] = keys
 	return nil
 }
 
-// of returns the key of every row of df by position, or nil when m does
-// not know them all.
-func (m *movedKeys) of(df iceberg.DataFile) [][]byte {
+// errGaveUp stops a read whose keys movedKeys no longer keeps.
+var errGaveUp = errors.New("moved keys: gave up")
+
+// fileKeys are the keys of a data file's rows, by position.
+type fileKeys struct {
+	arena []byte
+	refs  []keyRef
+}
+
+func (k fileKeys) len() int { return len(k.refs) }
+
+// at returns the key of the row at pos.
+func (k fileKeys) at(pos int) []byte {
+	r := k.refs[pos]
+	return k.arena[r.start : r.start+r.n-1 : r.start+r.n-1]
+}
+
+// of returns the key of every row of df by position; ok is false when m
+// does not know them all.
+func (m *movedKeys) of(df iceberg.DataFile) (keys fileKeys, ok bool) {
 	if m == nil || m.files == nil {
-		return nil
+		return fileKeys{}, false
 	}
-	keys := m.files[df.FilePath()]
-	if int64(len(keys)) != df.Count() || slices.ContainsFunc(keys, func(k []byte) bool { return k == nil }) {
-		return nil
+	refs := m.files[df.FilePath()]
+	if int64(len(refs)) != df.Count() || slices.ContainsFunc(refs, func(r keyRef) bool { return r.n == 0 }) {
+		return fileKeys{}, false
 	}
-	return keys
+	return fileKeys{arena: m.arena, refs: refs}, true
 }
 
 // snapshotDataChanges returns the data files snapshot s added and the paths

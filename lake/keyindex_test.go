@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -530,5 +531,79 @@ func TestPositionDeletesReadOnce(t *testing.T) {
 	}
 	if pd.reads != len(files) {
 		t.Errorf("%d position delete files applied %d times were read %d times, want once each", len(files), applied, pd.reads)
+	}
+}
+
+// TestMovedKeys: the keys a compaction wrote come back by file and
+// position whatever order they were recorded in; a file with a row not
+// recorded is not known; past maxMovedKeys rows nothing is.
+func TestMovedKeys(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 50), "a", nil)
+	e.commit(nil, keys(51, 80), "b", nil)
+	tasks, err := e.tbl.current().Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []iceberg.DataFile
+	for _, tk := range tasks {
+		files = append(files, tk.File)
+	}
+	if len(files) != 2 {
+		t.Fatalf("%d data files, want 2", len(files))
+	}
+	var (
+		rows []cdcsync.Row
+		locs []rowLoc
+	)
+	for f, df := range files {
+		for pos := int64(0); pos < df.Count(); pos++ {
+			rows = append(rows, cdcsync.Row{int64(1000*f) + pos*7, "x"})
+			locs = append(locs, rowLoc{file: int32(f), pos: pos})
+		}
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i]; locs[i], locs[j] = locs[j], locs[i] })
+	want := func(f int, pos int) []byte {
+		k, _ := kvSchema().AppendKey(nil, cdcsync.Row{int64(1000*f) + int64(pos)*7, "x"})
+		return k
+	}
+
+	m := newMovedKeys()
+	if err := m.add(kvSchema(), files, rows, locs); err != nil {
+		t.Fatal(err)
+	}
+	for f, df := range files {
+		keys, ok := m.of(df)
+		if !ok || int64(keys.len()) != df.Count() {
+			t.Fatalf("file %d: known %v, %d keys; want its %d", f, ok, keys.len(), df.Count())
+		}
+		for pos := range keys.len() {
+			if !bytes.Equal(keys.at(pos), want(f, pos)) {
+				t.Fatalf("file %d position %d: key %x, want %x", f, pos, keys.at(pos), want(f, pos))
+			}
+		}
+	}
+
+	gap := newMovedKeys()
+	if err := gap.add(kvSchema(), files, rows[1:], locs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for f, df := range files {
+		if _, ok := gap.of(df); ok == (int32(f) == locs[0].file) {
+			t.Errorf("file %d known %v with row %d of file %d not recorded", f, ok, locs[0].pos, locs[0].file)
+		}
+	}
+
+	full := newMovedKeys()
+	full.rows = maxMovedKeys - 10
+	if err := full.add(kvSchema(), files, rows, locs); err != nil {
+		t.Fatal(err)
+	}
+	for _, df := range files {
+		if _, ok := full.of(df); ok {
+			t.Error("keys kept past maxMovedKeys")
+		}
 	}
 }

@@ -88,9 +88,12 @@ type keyIndex struct {
 	log    *slog.Logger
 	// fault is the testing hook (CDCSYNC_FAULT) at "before-index",
 	// between an epoch's commit and its index update, and at
-	// "during-index-rebuild", once a rebuild has started (nil in
+	// "during-index-rebuild", once a rebuild has started, and at
+	// "index-rebuild-chunk", after each part of it committed (nil in
 	// production).
 	fault func(string)
+	// chunk, when set, replaces rebuildChunk (tests).
+	chunk int
 	// Counts for metrics (IndexCounts), cumulative.
 	rebuilds, rebuildRows, replayed, replayReads atomic.Int64
 }
@@ -613,11 +616,22 @@ func snapshotDataChanges(fsys icebergio.IO, s *table.Snapshot) (added []iceberg.
 // while rebuilding.
 const rebuildChunk = 200_000
 
-// rebuildIndex builds the index afresh from the live rows of snapshot h.
+// rebuildIndex builds the index from the live rows of snapshot h. It
+// commits its work in chunks, each with the state marked incomplete and
+// the last data file it finished (pkindex.State.Through), so that a
+// rebuild of h cut short (a shutdown, a crash) resumes after that file
+// instead of starting again: on a large table a crash loop would otherwise
+// never see a rebuild finish.
 func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Snapshot) error {
 	ki := t.state.keys
-	if err := ki.db.Reset(); err != nil {
-		return fmt.Errorf("reset the key index of %s: %w", t.ID, err)
+	var through string
+	if st, ok, err := ki.db.State(); err == nil && ok && h != nil && !st.Complete && st.SnapshotID == h.SnapshotID {
+		through = st.Through
+	}
+	if through == "" {
+		if err := ki.db.Reset(); err != nil {
+			return fmt.Errorf("reset the key index of %s: %w", t.ID, err)
+		}
 	}
 	if err := ki.loadFiles(); err != nil {
 		return err
@@ -630,27 +644,47 @@ func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Sna
 	start := time.Now()
 	ib := ki.newBatch()
 	defer ib.close()
-	// Marked unfinished first: a rebuild cut short is started again.
-	if err := ib.commit(pkindex.State{SnapshotID: h.SnapshotID, Complete: false}); err != nil {
-		return fmt.Errorf("build the key index of %s: %w", t.ID, err)
+	if through == "" {
+		// Marked unfinished first: a rebuild cut short resumes, or
+		// starts again.
+		if err := ib.commit(pkindex.State{SnapshotID: h.SnapshotID, Complete: false}); err != nil {
+			return fmt.Errorf("build the key index of %s: %w", t.ID, err)
+		}
+	} else {
+		ki.log.Info("resuming the key index's rebuild", "after", through)
 	}
 	if ki.fault != nil {
 		ki.fault("during-index-rebuild")
 	}
+	chunk := rebuildChunk
+	if ki.chunk > 0 {
+		chunk = ki.chunk
+	}
 	var rows int64
-	err := liveKeys(ctx, tbl, h.SnapshotID, t.Schema, func(key []byte, df iceberg.DataFile, pos int64) error {
+	finished := through // the last file whose keys are all in ib or committed
+	flush := func() error {
+		if err := ib.commit(pkindex.State{SnapshotID: h.SnapshotID, Complete: false, Through: finished}); err != nil {
+			return err
+		}
+		ki.log.Info("building the key index", "rows", rows)
+		if ki.fault != nil {
+			ki.fault("index-rebuild-chunk")
+		}
+		return nil
+	}
+	err := liveKeys(ctx, tbl, h.SnapshotID, t.Schema, through, func(key []byte, df iceberg.DataFile, pos int64) error {
 		id, err := ib.file(tbl.Metadata(), df)
 		if err != nil {
 			return err
 		}
 		ib.b.Put(key, pkindex.Loc{File: id, Pos: pos})
 		rows++
-		if ib.b.Len() >= rebuildChunk {
-			if err := ib.commit(pkindex.State{SnapshotID: h.SnapshotID, Complete: false}); err != nil {
-				return err
-			}
-			ki.log.Info("building the key index", "rows", rows)
+		if ib.b.Len() >= chunk {
+			return flush()
 		}
+		return nil
+	}, func(path string) error {
+		finished = path
 		return nil
 	})
 	if err == nil {
@@ -661,7 +695,7 @@ func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Sna
 	}
 	ki.rebuilds.Add(1)
 	ki.rebuildRows.Add(rows)
-	ki.log.Info("key index built", "rows", rows, "files", len(ki.byPath), "seconds", time.Since(start).Seconds())
+	ki.log.Info("key index built", "rows", rows, "files", len(ki.byPath), "seconds", time.Since(start).Seconds(), "resumed", through != "")
 	return nil
 }
 

@@ -607,3 +607,64 @@ func TestMovedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyIndexRebuildResumes: a rebuild cut short (here by a shutdown's
+// interrupt) resumes after the last data file it finished, without
+// reading again what it committed, and the rows stay exact. A rebuild for
+// another snapshot starts afresh.
+func TestKeyIndexRebuildResumes(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	r := rand.New(rand.NewPCG(13, 14))
+	e.commit(nil, keys(1, 100), "v0", nil)
+	for i := 0; i < 10; i++ {
+		e.randomEpoch(r, nil, 150)
+	}
+	live := len(e.model)
+
+	b := e.reopen()
+	b.state.keys.chunk = 1
+	interrupt, chunks := make(chan struct{}), 0
+	b.state.keys.fault = func(point string) {
+		if point == "index-rebuild-chunk" {
+			if chunks++; chunks == live-5 {
+				close(interrupt)
+				time.Sleep(100 * time.Millisecond) // the interrupt reaches the rebuild's context
+			}
+		}
+	}
+	d, rows := e.change([]int64{3}, "x", nil)
+	err := b.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1), Interrupt: interrupt}, d, rows, nil)
+	if !errors.Is(err, cdcsync.ErrInterrupted) {
+		t.Fatalf("the interrupted rebuild: %v; want cdcsync.ErrInterrupted", err)
+	}
+	st, ok, err := b.state.keys.db.State()
+	if err != nil || !ok || st.Complete || st.Through == "" || st.SnapshotID != b.current().CurrentSnapshot().SnapshotID {
+		t.Fatalf("index state after %d of %d rows: %+v (%v, %v); want unfinished at the head, through some file", chunks, live, st, ok, err)
+	}
+	b.state.keys.fault, b.state.keys.chunk = nil, 0
+
+	e.randomEpoch(r, b, 150)
+	c, _ := b.IndexCounts()
+	if c.Rebuilds != 1 || c.RebuildRows == 0 || c.RebuildRows >= int64(live) {
+		t.Errorf("the resumed rebuild: %d rebuilds, %d rows read of %d live; want one that read only what was left", c.Rebuilds, c.RebuildRows, live)
+	}
+	e.assertModel(b.current())
+	for i := 0; i < 3; i++ {
+		e.randomEpoch(r, b, 150)
+		e.assertModel(b.current())
+	}
+
+	// Unfinished for a snapshot that is no longer the head: afresh.
+	ib := b.state.keys.newBatch()
+	if err := ib.commit(pkindex.State{SnapshotID: 424242, Through: st.Through}); err != nil {
+		t.Fatal(err)
+	}
+	ib.close()
+	live = len(e.model)
+	e.randomEpoch(r, b, 150)
+	if c2, _ := b.IndexCounts(); c2.Rebuilds != 2 || c2.RebuildRows-c.RebuildRows != int64(live) {
+		t.Errorf("a rebuild for another snapshot read %d rows (%d rebuilds); want all %d live rows", c2.RebuildRows-c.RebuildRows, c2.Rebuilds, live)
+	}
+	e.assertModel(b.current())
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -193,8 +194,11 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 
 // liveKeys calls fn with the key, data file and position of every live row
 // of tbl at snapshot snap (the rows a reader sees): the rows of each data
-// file less its position and equality deletes.
-func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.TableSchema, fn func(key []byte, df iceberg.DataFile, pos int64) error) error {
+// file less its position and equality deletes. It goes through the data
+// files in path order, skips those up to after (a rebuild that resumes),
+// and calls done, when set, with the path of each file it finished.
+func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.TableSchema, after string,
+	fn func(key []byte, df iceberg.DataFile, pos int64) error, done func(path string) error) error {
 	kc, err := newKeyColumns(tbl.Schema(), ts)
 	if err != nil {
 		return err
@@ -207,6 +211,10 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return fmt.Errorf("open the file IO of %s: %w", ts.ID, err)
+	}
+	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return strings.Compare(a.File.FilePath(), b.File.FilePath()) })
+	if after != "" {
+		tasks = slices.DeleteFunc(tasks, func(tk table.FileScanTask) bool { return tk.File.FilePath() <= after })
 	}
 	eqKeys := map[string]map[string]struct{}{} // per equality delete file
 	posDels := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
@@ -255,6 +263,11 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 			return fn(key, task.File, pos)
 		}); err != nil {
 			return err
+		}
+		if done != nil {
+			if err := done(task.File.FilePath()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -82,23 +82,46 @@ func decodeLoc(v []byte) (Loc, error) {
 	return Loc{File: uint32(f), Pos: int64(p)}, nil
 }
 
+// A state is a flags byte (1: complete, 2: a Through follows), the
+// snapshot id as a varint, then the Through, if any, as a uvarint length
+// and its bytes. States written before Through existed read the same.
 func encodeState(s State) []byte {
 	var flags byte
 	if s.Complete {
 		flags |= 1
 	}
-	return binary.AppendVarint([]byte{flags}, s.SnapshotID)
+	if s.Through != "" {
+		flags |= 2
+	}
+	v := binary.AppendVarint([]byte{flags}, s.SnapshotID)
+	if s.Through != "" {
+		v = binary.AppendUvarint(v, uint64(len(s.Through)))
+		v = append(v, s.Through...)
+	}
+	return v
 }
 
 func decodeState(v []byte) (State, error) {
-	if len(v) < 2 || v[0]&^1 != 0 {
+	if len(v) < 2 || v[0]&^3 != 0 {
 		return State{}, errBadValue
 	}
 	id, n := binary.Varint(v[1:])
-	if n <= 0 || 1+n != len(v) {
+	if n <= 0 {
 		return State{}, errBadValue
 	}
-	return State{SnapshotID: id, Complete: v[0]&1 != 0}, nil
+	s := State{SnapshotID: id, Complete: v[0]&1 != 0}
+	rest := v[1+n:]
+	if v[0]&2 != 0 {
+		l, m := binary.Uvarint(rest)
+		if m <= 0 || l == 0 || uint64(len(rest)-m) != l {
+			return State{}, errBadValue
+		}
+		s.Through, rest = string(rest[m:]), nil
+	}
+	if len(rest) != 0 {
+		return State{}, errBadValue
+	}
+	return s, nil
 }
 
 func encodeFile(f File) []byte {

@@ -601,9 +601,19 @@ func TestEncoding(t *testing.T) {
 			t.Fatalf("decodeLoc(%x) succeeded", bad)
 		}
 	}
-	for _, s := range []State{{}, {SnapshotID: -1}, {SnapshotID: 1<<63 - 1, Complete: true}} {
+	for _, s := range []State{{}, {SnapshotID: -1}, {SnapshotID: 1<<63 - 1, Complete: true},
+		{SnapshotID: 7, Through: "s3://b/t/data/00001-0-x.parquet"}, {SnapshotID: -9, Through: strings.Repeat("é", 300)}} {
 		if got, err := decodeState(encodeState(s)); err != nil || got != s {
 			t.Fatalf("State %v → %v %v", s, got, err)
+		}
+	}
+	// A state written before Through existed reads the same.
+	if got, err := decodeState([]byte{1, 0x0e}); err != nil || got != (State{SnapshotID: 7, Complete: true}) {
+		t.Fatalf("an older state reads %v, %v", got, err)
+	}
+	for _, bad := range [][]byte{{4, 2}, {2, 2}, {2, 2, 3, 'a'}, {2, 2, 0}, {0, 2, 'x'}} {
+		if s, err := decodeState(bad); err == nil {
+			t.Fatalf("decodeState(%x) = %v, want an error", bad, s)
 		}
 	}
 	// Table prefixes: every table's range holds only its own keys.

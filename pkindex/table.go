@@ -31,6 +31,11 @@ type File struct {
 type State struct {
 	SnapshotID int64 // the Iceberg snapshot the index is exactly up to date with
 	Complete   bool  // false while a rebuild is under way (a crash mid-rebuild leaves Complete false: the caller rebuilds)
+	// Through, while Complete is false, is where the rebuild has got to:
+	// the caller's name for the last part of the table whose keys are all
+	// in (a data file, in path order), so that a rebuild of the same
+	// snapshot cut short resumes after it. Empty: nothing yet.
+	Through string
 }
 
 // Table is the index of one Iceberg table.

@@ -458,7 +458,8 @@ func b2f(b bool) float64 {
 // makes the process kill itself with SIGKILL at the named protocol points
 // (before-commit, between-tables, before-checkpoint; before-index: an
 // epoch committed, the key index not updated; during-index-rebuild: a key
-// index rebuild started, not finished; after-spill: part of an open
+// index rebuild started, not finished; index-rebuild-chunk: part of a
+// rebuild committed; after-spill: part of an open
 // epoch written out, the epoch not committed) and maintenance points
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)

@@ -297,6 +297,9 @@ func openPlainReader(fsys icebergio.IO, path string, schema *arrow.Schema, ice *
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// A column's stream buffers min(1 MiB, its chunk) and grows to hold a
+	// larger page, so it never holds more than the unbuffered reader's
+	// whole chunk; on object storage each refill is one ranged read.
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20

@@ -252,7 +252,8 @@ func (t *Table) syncIndex(ctx context.Context, tbl *table.Table) error {
 // pipeline stops): a rebuild reads the whole table, and a replay every file
 // added since, which a shutdown must not wait for. The error then wraps
 // cdcsync.ErrInterrupted, and the index keeps what it committed (a rebuild
-// cut short starts again; a replay goes on from its last snapshot).
+// resumes after the last data file it finished; a replay goes on from its
+// last snapshot).
 func (t *Table) syncIndexUnless(ctx context.Context, tbl *table.Table, interrupt <-chan struct{}) error {
 	if interrupt == nil {
 		return t.syncIndex(ctx, tbl)

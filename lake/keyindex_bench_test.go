@@ -40,9 +40,15 @@ func BenchmarkKeyIndexRebuild(b *testing.B) {
 	if err := t.Commit(ctx, Epoch{Number: files + 1, Pos: pos}, upd, upd, nil); err != nil {
 		b.Fatal(err)
 	}
+	benchRebuild(b, t, files*perFile)
+}
+
+// benchRebuild rebuilds t's index from its current snapshot b.N times and
+// reports the cost per row; the table has rows live rows.
+func benchRebuild(b *testing.B, t *Table, rows int) {
+	ctx := context.Background()
 	tbl := t.current()
 	h := tbl.CurrentSnapshot()
-	const n = files * perFile
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -56,10 +62,10 @@ func BenchmarkKeyIndexRebuild(b *testing.B) {
 	}
 	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
-	if got := t.state.keys.rebuildRows.Load() - before; got != int64(b.N)*n {
-		b.Fatalf("the rebuilds indexed %d rows, want %d per run", got, n)
+	if got := t.state.keys.rebuildRows.Load() - before; got != int64(b.N)*int64(rows) {
+		b.Fatalf("the rebuilds indexed %d rows, want %d per run", got, rows)
 	}
-	perRow(b, n, ms, elapsed, cpu, 0)
+	perRow(b, rows, ms, elapsed, cpu, 0)
 }
 
 // BenchmarkKeyIndexRebuildSmallEpochs measures the rebuild of the index of
@@ -89,23 +95,5 @@ func BenchmarkKeyIndexRebuildSmallEpochs(b *testing.B) {
 		upd = slices.CompactFunc(upd, func(a, b cdcsync.Row) bool { return a[0] == b[0] })
 		commit(int64(e+2), upd, upd)
 	}
-	tbl := t.current()
-	h := tbl.CurrentSnapshot()
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	before := t.state.keys.rebuildRows.Load()
-	b.ResetTimer()
-	start, cpu0 := time.Now(), cpuNow()
-	for i := 0; i < b.N; i++ {
-		if err := t.rebuildIndex(ctx, tbl, h); err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed, cpu := time.Since(start), cpuNow()-cpu0
-	b.StopTimer()
-	if got := t.state.keys.rebuildRows.Load() - before; got != int64(b.N)*rows {
-		b.Fatalf("the rebuilds indexed %d rows, want %d per run", got, rows)
-	}
-	perRow(b, rows, ms, elapsed, cpu, 0)
+	benchRebuild(b, t, rows)
 }

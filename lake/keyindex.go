@@ -673,7 +673,7 @@ func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Sna
 		}
 		return nil
 	}
-	err := liveKeys(ctx, tbl, h.SnapshotID, t.Schema, through, func(key []byte, df iceberg.DataFile, pos int64) error {
+	deleteReads, err := liveKeys(ctx, tbl, h.SnapshotID, t.Schema, through, func(key []byte, df iceberg.DataFile, pos int64) error {
 		id, err := ib.file(tbl.Metadata(), df)
 		if err != nil {
 			return err
@@ -696,7 +696,7 @@ func (t *Table) rebuildIndex(ctx context.Context, tbl *table.Table, h *table.Sna
 	}
 	ki.rebuilds.Add(1)
 	ki.rebuildRows.Add(rows)
-	ki.log.Info("key index built", "rows", rows, "files", len(ki.byPath), "seconds", time.Since(start).Seconds(), "resumed", through != "")
+	ki.log.Info("key index built", "rows", rows, "files", len(ki.byPath), "delete_files", deleteReads, "seconds", time.Since(start).Seconds(), "resumed", through != "")
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -485,9 +484,9 @@ func TestInterruptedIndexSync(t *testing.T) {
 	}
 }
 
-// TestPositionDeletesReadOnce: a rebuild reads each position delete file
-// once, however many data files it applies to, and gives each data file
-// the positions the delete files name for it, ascending.
+// TestPositionDeletesReadOnce: a rebuild's reading of the live keys reads
+// each position delete file once, however many data files it applies to,
+// and finds every live key of the model and no other.
 func TestPositionDeletesReadOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newKV(t, "p")
@@ -501,36 +500,36 @@ func TestPositionDeletesReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
 	files, applied := map[string]bool{}, 0
 	for _, task := range tasks {
-		if err := pd.load(ctx, fsys, task.DeleteFiles); err != nil {
-			t.Fatal(err)
-		}
-		var want []int64
 		for _, d := range task.DeleteFiles {
 			files[d.FilePath()] = true
 			applied++
-			ps, err := readPositionDeletes(ctx, fsys, d, task.File.FilePath())
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, ps...)
-		}
-		slices.Sort(want)
-		if got := pd.of(task.File.FilePath()); !slices.Equal(got, slices.Compact(want)) {
-			t.Errorf("%s: deleted positions %v, want %v", task.File.FilePath(), got, want)
 		}
 	}
 	if len(files) < 5 || applied <= len(files) {
 		t.Fatalf("%d tasks apply %d position delete files %d times: the table does not make the case", len(tasks), len(files), applied)
 	}
-	if pd.reads != len(files) {
-		t.Errorf("%d position delete files applied %d times were read %d times, want once each", len(files), applied, pd.reads)
+	want := map[string]bool{}
+	for k := range e.model {
+		key, _ := kvSchema().AppendKey(nil, cdcsync.Row{k, nil})
+		want[string(key)] = true
+	}
+	reads, err := liveKeys(ctx, tbl, tbl.CurrentSnapshot().SnapshotID, kvSchema(), "", func(key []byte, df iceberg.DataFile, pos int64) error {
+		if !want[string(key)] {
+			return fmt.Errorf("live key %x at %s:%d is not in the model, or came twice", key, df.FilePath(), pos)
+		}
+		delete(want, string(key))
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) > 0 {
+		t.Errorf("%d live keys of the model not found", len(want))
+	}
+	if reads != len(files) {
+		t.Errorf("%d position delete files applied %d times were read %d times, want once each", len(files), applied, reads)
 	}
 }
 

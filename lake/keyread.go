@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -126,19 +127,6 @@ func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyCol
 	return nil
 }
 
-// readPositionDeletes returns the positions that the position delete file
-// del deletes from the data file at path.
-func readPositionDeletes(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, path string) ([]int64, error) {
-	var out []int64
-	err := eachPositionDelete(ctx, fsys, del, func(p string, pos int64) bool {
-		if p == path {
-			out = append(out, pos)
-		}
-		return true
-	})
-	return out, err
-}
-
 // eachPositionDelete calls fn with every (path, position) of the position
 // delete file or deletion vector del, until fn returns false.
 func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
@@ -196,21 +184,23 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 // of tbl at snapshot snap (the rows a reader sees): the rows of each data
 // file less its position and equality deletes. It goes through the data
 // files in path order, skips those up to after (a rebuild that resumes),
-// and calls done, when set, with the path of each file it finished.
+// and calls done, when set, with the path of each file it finished. It
+// returns the number of position delete files and deletion vectors it
+// read, each once however many data files it applies to.
 func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.TableSchema, after string,
-	fn func(key []byte, df iceberg.DataFile, pos int64) error, done func(path string) error) error {
+	fn func(key []byte, df iceberg.DataFile, pos int64) error, done func(path string) error) (deleteReads int, err error) {
 	kc, err := newKeyColumns(tbl.Schema(), ts)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	scan := tbl.Scan(table.WithSnapshotID(snap))
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
-		return fmt.Errorf("plan a scan of %s at snapshot %d: %w", ts.ID, snap, err)
+		return 0, fmt.Errorf("plan a scan of %s at snapshot %d: %w", ts.ID, snap, err)
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return fmt.Errorf("open the file IO of %s: %w", ts.ID, err)
+		return 0, fmt.Errorf("open the file IO of %s: %w", ts.ID, err)
 	}
 	slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return strings.Compare(a.File.FilePath(), b.File.FilePath()) })
 	if after != "" {
@@ -218,15 +208,16 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 	}
 	eqKeys := map[string]map[string]struct{}{} // per equality delete file
 	posDels := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
+	defer func() { deleteReads = posDels.reads }()
 	for _, task := range tasks {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		if err := posDels.load(ctx, fsys, task.DeleteFiles); err != nil {
-			return err
+			return 0, err
 		}
 		if err := posDels.loadDVs(fsys, task.DeletionVectorFiles); err != nil {
-			return err
+			return 0, err
 		}
 		gone := posDels.of(task.File.FilePath()) // ascending
 		var eqs []map[string]struct{}
@@ -234,7 +225,7 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 			set, ok := eqKeys[d.FilePath()]
 			if !ok {
 				if !sameIDs(d.EqualityFieldIDs(), kc.ids) {
-					return fmt.Errorf("equality delete file %s of %s deletes by field ids %v, not by the primary key %v; cdcsync's key index cannot follow it: compact the table (cdcsync compact %s) and restart",
+					return 0, fmt.Errorf("equality delete file %s of %s deletes by field ids %v, not by the primary key %v; cdcsync's key index cannot follow it: compact the table (cdcsync compact %s) and restart",
 						d.FilePath(), ts.ID, d.EqualityFieldIDs(), kc.ids, ts.ID)
 				}
 				set = map[string]struct{}{}
@@ -242,7 +233,7 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 					set[string(key)] = struct{}{}
 					return nil
 				}); err != nil {
-					return err
+					return 0, err
 				}
 				eqKeys[d.FilePath()] = set
 			}
@@ -262,15 +253,15 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 			}
 			return fn(key, task.File, pos)
 		}); err != nil {
-			return err
+			return 0, err
 		}
 		if done != nil {
 			if err := done(task.File.FilePath()); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 func sameIDs(a, b []int) bool {
@@ -297,13 +288,17 @@ type parquetReader struct {
 }
 
 // openParquetReader opens the Parquet file at path, to read it in batches
-// of batch rows.
-func openParquetReader(fsys icebergio.IO, path string, batch int64) (*parquetReader, error) {
+// of batch rows; props, when set, are the reader's properties.
+func openParquetReader(fsys icebergio.IO, path string, batch int64, props ...*parquet.ReaderProperties) (*parquetReader, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	pf, err := file.NewParquetReader(f)
+	var opts []file.ReadOption
+	for _, p := range props {
+		opts = append(opts, file.WithReadProps(p))
+	}
+	pf, err := file.NewParquetReader(f, opts...)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("read the Parquet footer of %s: %w", path, err)

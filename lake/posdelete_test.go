@@ -105,7 +105,7 @@ func TestPositionDeletesByHand(t *testing.T) {
 				}
 			}
 			seen := 0
-			err = liveKeys(ctx, next, next.CurrentSnapshot().SnapshotID, ordersSchema(), "", func(key []byte, df iceberg.DataFile, pos int64) error {
+			_, err = liveKeys(ctx, next, next.CurrentSnapshot().SnapshotID, ordersSchema(), "", func(key []byte, df iceberg.DataFile, pos int64) error {
 				l, ok := want[string(key)]
 				if !ok {
 					return fmt.Errorf("liveKeys found key %x, which is deleted or unknown", key)

@@ -16,8 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -293,25 +291,15 @@ func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table
 // openPlainReader opens the Parquet file at path for readTask, or returns
 // nil when its columns are not schema's, the Arrow form of ice.
 func openPlainReader(fsys icebergio.IO, path string, schema *arrow.Schema, ice *iceberg.Schema) (*parquetReader, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
 	// A column's stream buffers min(1 MiB, its chunk) and grows to hold a
 	// larger page, so it never holds more than the unbuffered reader's
 	// whole chunk; on object storage each refill is one ranged read.
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	pr, err := openParquetReader(fsys, path, rewriteBatchRows, props)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
-	}
-	pr := &parquetReader{f: f, pf: pf}
-	if pr.fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rewriteBatchRows}, memory.DefaultAllocator); err != nil {
-		pr.close()
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	fileSchema, err := pr.fr.Schema()
 	if err != nil || !sameColumns(fileSchema, schema, ice) {

@@ -41,8 +41,16 @@ type readAmp struct {
 	// maintenance on, snapshot by snapshot rather than time-weighted.
 	Snapshots    []snapshotScan `json:"snapshots,omitempty"`
 	MaxSnapRatio float64        `json:"max_snapshot_ratio,omitempty"`
-	Note         string         `json:"note,omitempty"`  // a row count that does not match
-	Error        string         `json:"error,omitempty"` // the phase failed here
+	// DuckDB is the version of DuckDB that scanned the same snapshots and
+	// the compacted table (duckscan.go), DuckCompacted its scan of the
+	// compacted table, DuckMaxSnapRatio the most amplified snapshot it read,
+	// and DuckError why it did not, if it did not.
+	DuckDB           string         `json:"duckdb,omitempty"`
+	DuckCompacted    duckScanResult `json:"duckdb_compacted"`
+	DuckMaxSnapRatio float64        `json:"duckdb_max_snapshot_ratio,omitempty"`
+	DuckError        string         `json:"duckdb_error,omitempty"`
+	Note             string         `json:"note,omitempty"`  // a row count that does not match
+	Error            string         `json:"error,omitempty"` // the phase failed here
 }
 
 // scanStats describes the table's current snapshot as a scan reads it, and
@@ -299,6 +307,11 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 			if ra.Snapshots, err = e.watcher.scanSnapshots(ctx, from, drained); err != nil {
 				return ra, err
 			}
+			logf("read amplification: scanning every snapshot of the phase with DuckDB")
+			if err := e.watcher.duckSnapshots(ctx, &ra); err != nil {
+				ra.DuckError = err.Error()
+				logf("read amplification: %v", err)
+			}
 		}
 	}
 	if r, err := e.conn.Execute("SELECT COUNT(*) FROM " + benchDB + "." + benchTable); err == nil {
@@ -345,6 +358,14 @@ func readAmplification(o options, e *ampEnv) (readAmp, error) {
 			logf("read amplification: %d snapshots scanned, the most amplified read %.2fx the compacted table per row", len(ra.Snapshots), ra.MaxSnapRatio)
 		}
 	}
+	if ra.DuckDB != "" {
+		if err := e.watcher.duckCompacted(ctx, &ra); err != nil {
+			ra.DuckError = err.Error()
+			logf("read amplification: %v", err)
+		} else {
+			logf("read amplification: with DuckDB, the most amplified snapshot read %.2fx the compacted table per row", ra.DuckMaxSnapRatio)
+		}
+	}
 	switch {
 	case before.Rows != after.Rows:
 		ra.Note = fmt.Sprintf("the scan returned %d rows before compaction and %d after", before.Rows, after.Rows)
@@ -367,6 +388,9 @@ type snapshotScan struct {
 	Rows        int64   `json:"rows"`
 	Seconds     float64 `json:"seconds"` // best of two
 	Ratio       float64 `json:"ratio"`   // seconds per row against the compacted table's
+	// The same with DuckDB, when it ran.
+	DuckSeconds float64 `json:"duckdb_seconds,omitempty"`
+	DuckRatio   float64 `json:"duckdb_ratio,omitempty"`
 }
 
 // scanSnapshots scans the table at every snapshot made in [from, to]
@@ -429,4 +453,59 @@ func (w *lakeWatcher) scanSnapshots(ctx context.Context, from, to time.Time) ([]
 		out = append(out, sc)
 	}
 	return out, nil
+}
+
+// duckSnapshots scans the phase's snapshots (ra.Snapshots) with DuckDB,
+// best of two each, as scanSnapshots did with iceberg-go.
+func (w *lakeWatcher) duckSnapshots(ctx context.Context, ra *readAmp) error {
+	tbl, err := w.lk.LoadTable(w.lk.Scope(ctx), w.lk.Identifier(benchDB, benchTable))
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(ra.Snapshots))
+	for i, sn := range ra.Snapshots {
+		ids[i] = sn.ID
+	}
+	scans, version, err := duckScans(tbl.MetadataLocation(), ids, 2)
+	if err != nil {
+		return err
+	}
+	for i := range scans {
+		if scans[i].Rows != ra.Snapshots[i].Rows {
+			return fmt.Errorf("DuckDB read %d rows at snapshot %d, iceberg-go %d", scans[i].Rows, ids[i], ra.Snapshots[i].Rows)
+		}
+		ra.Snapshots[i].DuckSeconds = scans[i].Seconds
+	}
+	ra.DuckDB = version
+	return nil
+}
+
+// duckCompacted scans the compacted table with DuckDB, as many times as
+// the iceberg-go scans, and sets each snapshot's DuckDB ratio against it.
+func (w *lakeWatcher) duckCompacted(ctx context.Context, ra *readAmp) error {
+	tbl, err := w.lk.LoadTable(w.lk.Scope(ctx), w.lk.Identifier(benchDB, benchTable))
+	if err != nil {
+		return err
+	}
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return fmt.Errorf("the compacted table has no snapshot")
+	}
+	scans, _, err := duckScans(tbl.MetadataLocation(), []int64{cur.SnapshotID}, max(len(ra.After.AllSeconds), 2))
+	if err != nil {
+		return err
+	}
+	ra.DuckCompacted = scans[0]
+	if scans[0].Rows == 0 || scans[0].Seconds <= 0 {
+		return fmt.Errorf("DuckDB's scan of the compacted table read %d rows", scans[0].Rows)
+	}
+	base := scans[0].Seconds / float64(scans[0].Rows)
+	for i := range ra.Snapshots {
+		sn := &ra.Snapshots[i]
+		if sn.Rows > 0 && sn.DuckSeconds > 0 {
+			sn.DuckRatio = sn.DuckSeconds / float64(sn.Rows) / base
+			ra.DuckMaxSnapRatio = max(ra.DuckMaxSnapRatio, sn.DuckRatio)
+		}
+	}
+	return nil
 }

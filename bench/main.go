@@ -996,17 +996,17 @@ func markdown(r *results) string {
 			a.CompactSeconds, len(a.After.AllSeconds), a.After.Seconds, a.After.Rows, a.After.CPUSeconds, a.After.PlanSeconds, files(&a.After), a.Before.Seconds, a.Ratio)
 	}
 	if len(a.Snapshots) > 0 {
-		var epochs, others []string
-		for _, sn := range a.Snapshots {
-			cell := fmt.Sprintf("%.2f", sn.Ratio)
-			if sn.Maintenance != "" {
-				others = append(others, sn.Maintenance+" "+cell)
-			} else {
-				epochs = append(epochs, cell)
-			}
-		}
+		epochs, others := snapshotCells(a.Snapshots, func(sn snapshotScan) float64 { return sn.Ratio })
 		w("| Read amplification at every snapshot of the phase (maintenance on), per row against the compacted table | epochs: %s; maintenance: %s | | max %.2fx |",
 			strings.Join(epochs, ", "), strings.Join(others, ", "), a.MaxSnapRatio)
+		switch {
+		case a.DuckError != "":
+			w("| Read amplification at every snapshot, DuckDB | not measured: %s | | |", strings.ReplaceAll(strings.TrimSpace(strings.SplitN(a.DuckError, "\n", 2)[0]), "|", "\\|"))
+		case a.DuckMaxSnapRatio > 0:
+			epochs, others = snapshotCells(a.Snapshots, func(sn snapshotScan) float64 { return sn.DuckRatio })
+			w("| Read amplification at every snapshot, DuckDB %s (`iceberg_scan`, every column read; best of 2; compacted table %.2f s for %d rows) | epochs: %s; maintenance: %s | | max %.2fx |",
+				a.DuckDB, a.DuckCompacted.Seconds, a.DuckCompacted.Rows, strings.Join(epochs, ", "), strings.Join(others, ", "), a.DuckMaxSnapRatio)
+		}
 	}
 	if a.Note != "" {
 		w("| Read amplification: row counts | %s | | |", a.Note)
@@ -1037,4 +1037,18 @@ func markdown(r *results) string {
 		w("| Steady RSS ≤ 256 MiB (at %d changes/s) | median %.0f MiB, max %.0f MiB | %s |", f.TargetRate, f.RSSMedianMiB, f.RSSMaxMiB, verdict(f.RSSMedianMiB <= 256))
 	}
 	return b.String()
+}
+
+// snapshotCells formats a ratio of each snapshot scan, epochs' apart from
+// maintenance's (named by their kind).
+func snapshotCells(snaps []snapshotScan, ratio func(snapshotScan) float64) (epochs, others []string) {
+	for _, sn := range snaps {
+		cell := fmt.Sprintf("%.2f", ratio(sn))
+		if sn.Maintenance != "" {
+			others = append(others, sn.Maintenance+" "+cell)
+		} else {
+			epochs = append(epochs, cell)
+		}
+	}
+	return epochs, others
 }

@@ -258,18 +258,28 @@ func duckdbSum(t *testing.T, sql string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stmts []string
+	var stmts, settings []string
 	for _, line := range strings.Split(strings.TrimSpace(sql), "\n") {
 		stmt, _, _ := strings.Cut(line, ";")
+		if !strings.HasPrefix(stmt, "SELECT") {
+			settings = append(settings, stmt)
+			continue
+		}
 		stmts = append(stmts, strings.Replace(stmt, "SELECT *", "SELECT SUM(bal)", 1))
 	}
-	b, _ := json.Marshal(stmts)
+	if len(settings) != 1 || settings[0] != "SET enable_external_file_cache = false" {
+		t.Errorf("cut --format duckdb printed %q before its queries, want the external file cache turned off", settings)
+	}
+	b, _ := json.Marshal(map[string][]string{"settings": settings, "queries": stmts})
 	script := `import json, sys
 sys.path.insert(0, sys.argv[1])
 import duckdb_read
 con = duckdb_read.connect()
 con.execute("SET enable_progress_bar = false")
-print(sum(con.execute(s).fetchone()[0] for s in json.loads(sys.argv[2])))`
+req = json.loads(sys.argv[2])
+for s in req["settings"]:
+    con.execute(s)
+print(sum(con.execute(s).fetchone()[0] for s in req["queries"]))`
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, m.Python, "-c", script, filepath.Join(root, "integration", "engines"), string(b)).CombinedOutput()

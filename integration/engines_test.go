@@ -508,7 +508,7 @@ func runEngineScript(t *testing.T, m *engineManifest, script string, req engineR
 
 // runPythonScript runs one script of integration/engines with the venv's
 // Python on req and decodes its answer into ans (numbers as json.Number).
-func runPythonScript(t *testing.T, m *engineManifest, script string, req engineRequest, extraEnv []string, ans any) (time.Duration, string) {
+func runPythonScript(t *testing.T, m *engineManifest, script string, req any, extraEnv []string, ans any) (time.Duration, string) {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {

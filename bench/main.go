@@ -1035,6 +1035,13 @@ func markdown(r *results) string {
 		w("| p99 freshness ≤ interval + 1 s at %d changes/s | %.2f s (achieved %.0f changes/s) | %s |", f.TargetRate, f.P99, f.AchievedRate,
 			verdict(f.P99 <= f.Interval+1 && f.Sustained && f.Uncovered == 0))
 		w("| Steady RSS ≤ 256 MiB (at %d changes/s) | median %.0f MiB, max %.0f MiB | %s |", f.TargetRate, f.RSSMedianMiB, f.RSSMaxMiB, verdict(f.RSSMedianMiB <= 256))
+		w("| Steady RSS max ≤ 384 MiB, maintenance on (issue 18) | %.0f MiB | %s |", f.RSSMaxMiB, verdict(f.RSSMaxMiB <= 384))
+	}
+	if a.MaxSnapRatio > 0 {
+		w("| Read amplification ≤ 1.2x the compacted table at every snapshot (issue 18), iceberg-go | max %.2fx | %s |", a.MaxSnapRatio, verdict(a.MaxSnapRatio <= 1.2))
+	}
+	if a.DuckMaxSnapRatio > 0 {
+		w("| The same, DuckDB %s | max %.2fx | %s |", a.DuckDB, a.DuckMaxSnapRatio, verdict(a.DuckMaxSnapRatio <= 1.2))
 	}
 	return b.String()
 }

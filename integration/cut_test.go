@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync/integration/testenv"
@@ -84,25 +83,7 @@ func TestCutIsConsistent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var opts []table.ScanOption
-		if snapshot != 0 {
-			opts = append(opts, table.WithSnapshotID(snapshot))
-		}
-		_, itr, err := tbl.Scan(append(opts, table.WithSelectedFields("bal"))...).ToArrowRecords(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sum int64
-		for rec, err := range itr {
-			if err != nil {
-				t.Fatal(err)
-			}
-			col := rec.Column(0).(*array.Int64)
-			for i := 0; i < col.Len(); i++ {
-				sum += col.Value(i)
-			}
-			rec.Release()
-		}
+		_, sum := scanSum(t, ctx, tbl, snapshot, "bal")
 		return sum
 	}
 	cutNow := func(args ...string) lake.Cut {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/capture"
@@ -670,4 +671,33 @@ func assertEpochSnapshots(t *testing.T, tbl *table.Table, pipeline string) {
 	if !deletes {
 		t.Errorf("no epoch commit of %s added position delete files; cdcsync must write position deletes (merge-on-read)", strings.Join(tbl.Identifier(), "."))
 	}
+}
+
+// scanSum reads one int64 column of tbl with iceberg-go, deletes applied,
+// at a snapshot (0: the current one), and returns the rows and the
+// column's sum.
+func scanSum(t *testing.T, ctx context.Context, tbl *table.Table, snapshot int64, column string) (rows, sum int64) {
+	t.Helper()
+	opts := []table.ScanOption{table.WithSelectedFields(column)}
+	if snapshot != 0 {
+		opts = append(opts, table.WithSnapshotID(snapshot))
+	}
+	scan := tbl.Scan(opts...)
+	defer scan.Close()
+	_, recs, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range recs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := rec.Column(0).(*array.Int64)
+		for i := range col.Len() {
+			sum += col.Value(i)
+		}
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	return rows, sum
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,16 +19,16 @@ import (
 // selection vector. The phase reports both: what a Go reader pays and what
 // an analyst's engine pays.
 
-//go:embed duckscan.py
-var duckscanPy []byte
-
 // duckPython is the Python of the venv scripts/engines.sh builds (DuckDB and
-// its iceberg extension, pinned), relative to the repository's root.
-const duckPython = ".tools/venv/bin/python"
-
-// duckEngines holds duckdb_read.py, which loads the extensions from their
-// PyPI packages' files.
-const duckEngines = "integration/engines"
+// its iceberg extension, pinned), duckScript the scans it runs and
+// duckEngines the directory of duckdb_read.py, which loads the extensions
+// from their PyPI packages' files; all relative to the repository's root,
+// where the harness runs.
+const (
+	duckPython  = ".tools/venv/bin/python"
+	duckScript  = "bench/duckscan.py"
+	duckEngines = "integration/engines"
+)
 
 // duckScanResult is DuckDB's fastest scan of one snapshot.
 type duckScanResult struct {
@@ -43,27 +42,19 @@ type duckScanResult struct {
 // each and DuckDB's version. A warehouse other than a local directory, or
 // a machine without the venv, is an error that says so.
 func duckScans(metadata string, snapshots []int64, rounds int) ([]duckScanResult, string, error) {
-	path, ok := strings.CutPrefix(metadata, "file://")
-	if !ok && !filepath.IsAbs(metadata) {
+	path := strings.TrimPrefix(metadata, "file://")
+	if !filepath.IsAbs(path) {
 		return nil, "", fmt.Errorf("DuckDB reads only a local warehouse here, not %s", metadata)
-	}
-	if !ok {
-		path = metadata
 	}
 	if _, err := os.Stat(duckPython); err != nil {
 		return nil, "", fmt.Errorf("no DuckDB: %s is missing; bash scripts/engines.sh installs it", duckPython)
 	}
-	script := filepath.Join(os.TempDir(), fmt.Sprintf("cdcsync-bench-duckscan-%d.py", os.Getpid()))
-	if err := os.WriteFile(script, duckscanPy, 0o600); err != nil {
-		return nil, "", err
-	}
-	defer os.Remove(script)
 	req, err := json.Marshal(map[string]any{"metadata": path, "snapshots": snapshots, "rounds": rounds})
 	if err != nil {
 		return nil, "", err
 	}
 	var out, stderr bytes.Buffer
-	cmd := exec.Command(duckPython, script, duckEngines)
+	cmd := exec.Command(duckPython, duckScript, duckEngines)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, "", fmt.Errorf("DuckDB scans: %w: %s", err, strings.TrimSpace(stderr.String()))

@@ -250,7 +250,12 @@ type CopyState struct {
 // Delta is one table's share of an epoch.
 type Delta struct {
 	Epoch int64
-	Pos   Position // the position the table is at once committed
+	// From, when not zero, is an earlier epoch: the commit also holds
+	// transactions of epochs From to Epoch-1, whose commits the table
+	// skipped (it was still committing, or it was behind the others after
+	// a restart). A cut of those epochs would be inconsistent.
+	From int64
+	Pos  Position // the position the table is at once committed
 	// Time is when the epoch's last transaction committed in MySQL (zero
 	// for an epoch of copy progress alone).
 	Time time.Time

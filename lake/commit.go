@@ -102,7 +102,10 @@ func (t *Table) recordCommitted(tx *table.Transaction, sum iceberg.Properties) e
 // Epoch identifies one commit of the pipeline.
 type Epoch struct {
 	Number int64
-	Pos    cdcsync.Position
+	// From, when below Number, is the first earlier epoch whose
+	// transactions the commit holds (SummaryEpochFrom).
+	From int64
+	Pos  cdcsync.Position
 	// SourceTime is when the epoch's last transaction committed in MySQL
 	// (recorded as SummarySourceTime; zero: not recorded).
 	SourceTime time.Time
@@ -124,6 +127,9 @@ func (t *Table) summary(e Epoch, copying *cdcsync.CopyState) iceberg.Properties 
 	}
 	if t.token > 0 {
 		p[SummaryToken] = strconv.FormatInt(t.token, 10)
+	}
+	if e.From > 0 && e.From < e.Number {
+		p[SummaryEpochFrom] = strconv.FormatInt(e.From, 10)
 	}
 	if !e.SourceTime.IsZero() {
 		p[SummarySourceTime] = strconv.FormatInt(e.SourceTime.UnixMilli(), 10)

@@ -137,6 +137,10 @@ func (l *Lake) cutOf(tbl *table.Table, epoch int64) (ct CutTable, why string, er
 		if s.Summary != nil && s.Summary.Properties[SummaryPipeline] == l.opts.Pipeline {
 			e, _ := strconv.ParseInt(s.Summary.Properties[SummaryEpoch], 10, 64)
 			if e > epoch {
+				if from := epochFrom(s); from > 0 && from <= epoch {
+					return ct, "", fmt.Errorf("%w: its commit of epoch %d also holds the transactions of epochs %d to %d (it committed them late: its commit was slow, or it was behind after a restart), "+
+						"so epoch %d is not a consistent state; use --epoch %d or --epoch %d", ErrNoCut, e, from, e-1, epoch, from-1, e)
+				}
 				break
 			}
 			last = e
@@ -153,6 +157,31 @@ func (l *Lake) cutOf(tbl *table.Table, epoch int64) (ct CutTable, why string, er
 		return ct, fmt.Sprintf("its initial copy was running at epoch %d; its rows then were partial", epoch), nil
 	}
 	return CutTable{Snapshot: pick.SnapshotID, Epoch: last, Committed: time.UnixMilli(pick.TimestampMs).UTC(), Metadata: tbl.MetadataLocation()}, "", nil
+}
+
+// epochFrom is the first earlier epoch whose transactions the pipeline
+// commit s holds (SummaryEpochFrom), 0 when it holds only its own.
+func epochFrom(s *table.Snapshot) int64 {
+	if s.Summary == nil {
+		return 0
+	}
+	from, _ := strconv.ParseInt(s.Summary.Properties[SummaryEpochFrom], 10, 64)
+	return from
+}
+
+// outsideCarried is the newest epoch at or before e that no late commit
+// spans: ranges holds, for each commit that also holds earlier epochs'
+// transactions, the first of those epochs and its own.
+func outsideCarried(e int64, ranges [][2]int64) int64 {
+	for moved := true; moved && e > 0; {
+		moved = false
+		for _, r := range ranges {
+			if e >= r[0] && e < r[1] {
+				e, moved = r[0]-1, true
+			}
+		}
+	}
+	return e
 }
 
 // EpochAsOf returns the newest epoch whose transactions all committed in
@@ -174,6 +203,7 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 	}
 	best := int64(0)
 	var oldest time.Time
+	var late [][2]int64 // epochs a late commit spans (SummaryEpochFrom)
 	for _, ident := range idents {
 		tbl, err := l.LoadTable(ctx, ident)
 		if err != nil {
@@ -187,6 +217,9 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 			if p := s.Summary; p != nil && p.Properties[SummaryPipeline] == l.opts.Pipeline {
 				ms, err1 := strconv.ParseInt(p.Properties[SummarySourceTime], 10, 64)
 				e, err2 := strconv.ParseInt(p.Properties[SummaryEpoch], 10, 64)
+				if from := epochFrom(s); err2 == nil && from > 0 && from < e {
+					late = append(late, [2]int64{from, e})
+				}
 				if err1 == nil && err2 == nil {
 					st := time.UnixMilli(ms)
 					if !st.After(t) && e <= ck.Epoch {
@@ -203,6 +236,7 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 			s = meta.SnapshotByID(*s.ParentSnapshotID)
 		}
 	}
+	best = outsideCarried(best, late)
 	if best == 0 {
 		if oldest.IsZero() {
 			return 0, fmt.Errorf("%w: no commit of pipeline %s records its MySQL time (epochs committed by older cdcsync versions do not); use --epoch", ErrNoCut, l.opts.Pipeline)

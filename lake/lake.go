@@ -51,6 +51,10 @@ const (
 	// SummarySourceTime is when the epoch's last transaction committed in
 	// MySQL, in Unix milliseconds (cdcsync cut --as-of reads it).
 	SummarySourceTime = "cdcsync.source-time"
+	// SummaryEpochFrom, on a commit that also holds transactions of
+	// earlier epochs (cdcsync.Delta.From), is the first of them: no cut of
+	// an epoch from it up to the commit's own is consistent.
+	SummaryEpochFrom = "cdcsync.epoch-from"
 )
 
 // Lake is an open catalog plus the warehouse it writes to.

@@ -89,7 +89,12 @@ func (s *SessionLake) Sink(tables map[cdcsync.TableID]merge.LakeTable) merge.Sin
 }
 
 func (s *SessionLake) wrap(t *Table) *SessionTable {
-	t.BeforeCommit = func() { s.fault("before-commit") }
+	// A point per table too, so that a test can hold one table's commit.
+	at := "before-commit@" + t.ID.String()
+	t.BeforeCommit = func() {
+		s.fault("before-commit")
+		s.fault(at)
+	}
 	return &SessionTable{l: s.l, t: t}
 }
 

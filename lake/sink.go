@@ -70,7 +70,7 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	if t == nil {
 		return cdcsync.Permanent(fmt.Errorf("a commit to %s, which has no Iceberg table in this session", id))
 	}
-	err := t.Commit(ctx, Epoch{Number: d.Epoch, Pos: d.Pos, SourceTime: d.Time, Spill: d.Spill, Interrupt: s.interrupt}, d.Deletes, d.Rows, d.Copy)
+	err := t.Commit(ctx, Epoch{Number: d.Epoch, From: d.From, Pos: d.Pos, SourceTime: d.Time, Spill: d.Spill, Interrupt: s.interrupt}, d.Deletes, d.Rows, d.Copy)
 	switch {
 	case final(err):
 		return cdcsync.Permanent(err)

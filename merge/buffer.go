@@ -46,6 +46,9 @@ type tableBuffer struct {
 	// delCols are the columns an equality delete needs (the key and the
 	// partition source columns); nil keeps whole before images.
 	delCols []int
+	// The table's share of the buffer's Rows, Bytes and Held (a
+	// transaction's bytes are shared out by its changes), for Split.
+	rows, bytes, held int
 }
 
 func newTableBuffer(s *cdcsync.TableSchema, delCols []int) *tableBuffer {
@@ -284,7 +287,7 @@ func (b *tableBuffer) each(fn func(key, final cdcsync.Row)) {
 // release forgets the entries (they were spilled), keeping the counts
 // of changes received.
 func (b *tableBuffer) release() {
-	b.chunks, b.n = nil, 0
+	b.chunks, b.n, b.held = nil, 0, 0
 	b.ints, b.ints32, b.strs = nil, nil, nil
 }
 
@@ -324,10 +327,14 @@ type Buffer struct {
 	Bytes         int // approximate bytes of the applied transactions
 	// Held is the part of Bytes still in memory: Spill writes the rest out.
 	Held int
-	// spill names what Spill wrote for the epoch (0: nothing yet), and
-	// spilled the tables it wrote.
+	// spill names what Spill writes of the tables it writes first (0:
+	// nothing yet), and spilled the spill of each table written; a table
+	// carried over from a buffer before (Split) keeps the spill it had.
 	spill   int64
-	spilled map[cdcsync.TableID]bool
+	spilled map[cdcsync.TableID]int64
+	// from holds, for tables whose changes were carried over from an
+	// earlier epoch (Split), the first epoch whose transactions they hold.
+	from map[cdcsync.TableID]int64
 	Txns    int
 	Loaded  int              // rows of the initial copy loaded (see Load)
 	End     cdcsync.Position // position after the last transaction applied or passed
@@ -345,6 +352,10 @@ func NewBuffer(schemas func(cdcsync.TableID) *cdcsync.TableSchema, deleteColumns
 // Apply folds the changes of one transaction, except those of tables for
 // which skip returns true (changes a table already committed).
 func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
+	share := 0
+	if len(t.Changes) > 0 {
+		share = t.Bytes / len(t.Changes)
+	}
 	for i := range t.Changes {
 		c := &t.Changes[i]
 		if skip != nil && skip(c.Table) {
@@ -357,6 +368,9 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 		if err := tb.apply(c); err != nil {
 			return err
 		}
+		tb.rows++
+		tb.bytes += share
+		tb.held += share
 		b.Rows++
 	}
 	b.Bytes += t.Bytes
@@ -364,8 +378,8 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 	if t.More {
 		return nil // a fragment: the transaction is counted with its last one
 	}
-	if b.Txns == 0 {
-		b.First = t.Time
+	if b.First.IsZero() {
+		b.First = t.Time // a buffer carried over (Split) keeps its first
 	}
 	b.Last = t.Time
 	b.Txns++
@@ -374,11 +388,12 @@ func (b *Buffer) Apply(t *cdcsync.Txn, skip func(cdcsync.TableID) bool) error {
 }
 
 // Spill hands the changes the buffer holds to write, table by table, as
-// final rows and delete rows (as Output), then forgets them: the epoch's
-// commit then carries what write wrote under SpillID. id names the
-// epoch's spill; it must be unique among the epochs of the process and
-// the same on every call for one epoch.
-func (b *Buffer) Spill(id int64, write func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error) error {
+// final rows and delete rows (as Output), with the spill that holds the
+// table's share, then forgets them: the epoch's commit then carries what
+// write wrote under SpillID. id names the epoch's spill for the tables
+// that have none yet; it must be unique among the epochs of the process
+// and the same on every call for one buffer.
+func (b *Buffer) Spill(id int64, write func(table cdcsync.TableID, spill int64, deletes, rows []cdcsync.Row) error) error {
 	if b.spill != 0 && b.spill != id {
 		return fmt.Errorf("epoch spilled as %d and then as %d; this is a bug", b.spill, id)
 	}
@@ -389,12 +404,16 @@ func (b *Buffer) Spill(id int64, write func(table cdcsync.TableID, deletes, rows
 		}
 		deletes, rows := tb.output()
 		if b.spilled == nil {
-			b.spilled = map[cdcsync.TableID]bool{}
+			b.spilled = map[cdcsync.TableID]int64{}
 		}
 		// Marked before the write: a write that fails half way leaves
 		// files that Abandon must remove.
-		b.spilled[tid] = true
-		if err := write(tid, deletes, rows); err != nil {
+		sid := b.spilled[tid]
+		if sid == 0 {
+			sid = id
+			b.spilled[tid] = id
+		}
+		if err := write(tid, sid, deletes, rows); err != nil {
 			return err
 		}
 		tb.release()
@@ -406,11 +425,67 @@ func (b *Buffer) Spill(id int64, write func(table cdcsync.TableID, deletes, rows
 // SpillID returns the spill that holds part of table's share of the
 // epoch, 0 when none does.
 func (b *Buffer) SpillID(table cdcsync.TableID) int64 {
-	if b.spilled[table] {
-		return b.spill
-	}
-	return 0
+	return b.spilled[table]
 }
+
+// Split moves the tables for which move returns true, with what they
+// spilled, into a new buffer that goes on collecting the epoch after this
+// one: this buffer is sealed without them while they still commit an
+// epoch before (a table's epochs commit one at a time, in order).
+// carriedFrom is the epoch this buffer commits as: the moved tables hold
+// its transactions from then on, unless they held older ones already.
+func (b *Buffer) Split(move func(cdcsync.TableID) bool, carriedFrom int64) *Buffer {
+	nb := NewBuffer(b.schemas, b.deleteColumns)
+	nb.First, nb.Last, nb.End = b.First, b.Last, b.End
+	for id, tb := range b.tables {
+		if !move(id) {
+			continue
+		}
+		nb.tables[id] = tb
+		delete(b.tables, id)
+		nb.Rows, b.Rows = nb.Rows+tb.rows, b.Rows-tb.rows
+		nb.Bytes, b.Bytes = nb.Bytes+tb.bytes, max(b.Bytes-tb.bytes, 0)
+		nb.Held, b.Held = nb.Held+tb.held, max(b.Held-tb.held, 0)
+		if sid := b.spilled[id]; sid != 0 {
+			if nb.spilled == nil {
+				nb.spilled = map[cdcsync.TableID]int64{}
+			}
+			nb.spilled[id] = sid
+			delete(b.spilled, id)
+		}
+		if nb.from == nil {
+			nb.from = map[cdcsync.TableID]int64{}
+		}
+		nb.from[id] = carriedFrom
+		if f := b.from[id]; f != 0 {
+			nb.from[id] = f
+			delete(b.from, id)
+		}
+	}
+	return nb
+}
+
+// Late records that the table's share of the buffer holds transactions
+// of epoch from and later (see From), unless it holds older ones already.
+func (b *Buffer) Late(table cdcsync.TableID, from int64) {
+	if b.from == nil {
+		b.from = map[cdcsync.TableID]int64{}
+	}
+	if f := b.from[table]; f == 0 || from < f {
+		b.from[table] = from
+	}
+}
+
+// From returns the first epoch whose transactions the table's share of
+// the buffer holds when they were carried over from an earlier one
+// (Split); 0 otherwise.
+func (b *Buffer) From(table cdcsync.TableID) int64 {
+	return b.from[table]
+}
+
+// Carries reports whether the buffer holds changes carried over from an
+// earlier epoch (Split).
+func (b *Buffer) Carries() bool { return len(b.from) > 0 }
 
 // Spilled returns the tables Spill wrote part of.
 func (b *Buffer) Spilled() []cdcsync.TableID {
@@ -438,12 +513,26 @@ func (b *Buffer) Load(id cdcsync.TableID, rows []cdcsync.Row, bytes int, pos cdc
 	b.Loaded += len(rows)
 	b.Bytes += bytes
 	b.Held += bytes
+	tb.rows += len(rows)
+	tb.bytes += bytes
+	tb.held += bytes
 	b.End = pos
 	return nil
 }
 
+// Release lets go of a table's rows once its commit is done; its change
+// counts stay, for the epoch's metrics.
+func (b *Buffer) Release(id cdcsync.TableID) {
+	if tb := b.tables[id]; tb != nil {
+		tb.release()
+	}
+}
+
 // Drop forgets a table's changes: it stopped after they were folded.
-func (b *Buffer) Drop(id cdcsync.TableID) { delete(b.tables, id) }
+func (b *Buffer) Drop(id cdcsync.TableID) {
+	delete(b.tables, id)
+	delete(b.from, id)
+}
 
 // Empty reports whether the epoch holds nothing to commit.
 func (b *Buffer) Empty() bool { return b.Txns == 0 && len(b.tables) == 0 }

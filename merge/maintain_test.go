@@ -138,7 +138,7 @@ func TestMaintenanceWaitsWhileCatchingUp(t *testing.T) {
 		if epoch > maxMaintenanceSkips+3 {
 			last = time.Now() // caught up
 		}
-		if p.maintenanceDue(&Buffer{Last: last}) {
+		if b := (&Buffer{Last: last}); p.maintenanceDue(b, p.catchingUp(b)) {
 			due = append(due, fmt.Sprint(epoch))
 		}
 	}

@@ -148,6 +148,12 @@ type Options struct {
 	Fault func(point string)
 	// Copy configures the initial copy of the tables that have a CopyState.
 	Copy CopyOptions
+	// CheckpointEpoch is the epoch of the checkpoint the binlog is read
+	// from (0: none). Tables that committed later epochs before a restart
+	// pass over what they hold; the others' commits of those transactions
+	// then span the epochs after it (cdcsync.Delta.From), which cut
+	// refuses.
+	CheckpointEpoch int64
 	// ForeignKeys are the foreign keys between the tables whose actions
 	// the binlog does not record: the pipeline applies them (cascade.go),
 	// reading child rows through the sink, which must be a RowFinder.
@@ -160,8 +166,14 @@ type Pipeline struct {
 	schemas   map[cdcsync.TableID]*cdcsync.TableSchema
 	stopped   map[cdcsync.TableID]bool             // tables a schema change stopped: their later changes are dropped
 	skip      map[cdcsync.TableID]cdcsync.Position // tables still catching up to their own committed position
-	nextEpoch int64
-	lastCkpt  cdcsync.Position
+	nextEpoch int64 // the number of the next epoch sealed
+	// sealedEnd is where the last epoch sealed ends, sealedCkpt the
+	// checkpoint of the last one sealed with saveCkpt, carryBefore the
+	// position before the oldest change carried over into the open epoch
+	// (zero: none is); carrying is set while tables are carried over.
+	// Run's goroutine.
+	sealedEnd, sealedCkpt, carryBefore cdcsync.Position
+	carrying                           bool
 	resumes   map[cdcsync.TableID]cdcsync.Position // each table's committed position at New (read only)
 	opts      Options
 	log       *slog.Logger
@@ -210,6 +222,16 @@ type Pipeline struct {
 	openFirst time.Time        // MySQL commit time of the open epoch's first transaction (zero: none open)
 	progress  map[cdcsync.TableID]*CopyProgress
 	stalls    map[string]Stall // commits being retried through an outage, by what they commit
+	// pendingJobs holds the MySQL commit time of the first transaction of
+	// each epoch whose tables still commit.
+	pendingJobs map[*commitJob]time.Time
+
+	// lanes counts, per table, the epochs it is committing (at most one);
+	// laneFree is signalled when a table's commit ends.
+	laneMu   sync.Mutex
+	lanes    map[cdcsync.TableID]int
+	laneJobs map[*commitJob]int // tables each job still commits
+	laneFree chan struct{}
 }
 
 // Stall is a commit that an outage holds up.
@@ -258,10 +280,11 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 	}
 	p := &Pipeline{sink: sink, schemas: map[cdcsync.TableID]*cdcsync.TableSchema{}, skip: map[cdcsync.TableID]cdcsync.Position{},
 		stopped: map[cdcsync.TableID]bool{}, resumes: map[cdcsync.TableID]cdcsync.Position{},
-		nextEpoch: firstEpoch, lastCkpt: start, committed: start, opts: opts, log: log, m: m,
+		nextEpoch: firstEpoch, sealedEnd: start, sealedCkpt: start, committed: start, opts: opts, log: log, m: m,
 		copier: newCopier(opts.Copy), copies: map[cdcsync.TableID]*copyTable{}, pos: start, readPos: start,
 		done: make(chan struct{}), progress: map[cdcsync.TableID]*CopyProgress{}, stalls: map[string]Stall{},
-		repairs: map[*repairJob]struct{}{}}
+		repairs: map[*repairJob]struct{}{}, pendingJobs: map[*commitJob]time.Time{},
+		lanes: map[cdcsync.TableID]int{}, laneJobs: map[*commitJob]int{}, laneFree: make(chan struct{}, 1)}
 	p.rows, _ = sink.(RowFinder)
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
@@ -326,42 +349,77 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	defer stopCopies()
 	p.startCopies(copyCtx)
 	var (
-		buf      *Buffer
-		timer    *time.Timer
-		tick     <-chan time.Time
-		inflight chan commitResult // the epoch committing in the background, if any
-		// inflightSince is when that commit began.
-		inflightSince time.Time
+		buf   *Buffer
+		timer *time.Timer
+		tick  <-chan time.Time
+		// jobs are the epochs committing in the background, oldest first.
+		// Their tables' commits may overlap (a table carried over commits
+		// its next epoch while another still commits one before), their
+		// bookkeeping runs in order, so their results arrive in order.
+		jobs []*commitJob
 	)
-	// committed does the bookkeeping that follows the background commit,
-	// which reported r.
-	committed := func(r commitResult) error {
-		inflight, p.inflight = nil, nil
-		return p.afterCommit(r)
-	}
-	// wait waits for the background commit, if any, and its bookkeeping.
-	wait := func() error {
-		if inflight == nil {
+	// oldest is the result of the oldest background commit, if any.
+	oldest := func() <-chan commitResult {
+		if len(jobs) == 0 {
 			return nil
 		}
-		return committed(<-inflight)
+		return jobs[0].result
+	}
+	// committed does the bookkeeping that follows the oldest background
+	// commit, which reported r.
+	committed := func(r commitResult) error {
+		jobs = jobs[1:]
+		p.inflight = nil
+		if len(jobs) > 0 {
+			p.inflight = jobs[len(jobs)-1].buf
+		}
+		return p.afterCommit(r)
+	}
+	// wait waits for every background commit and its bookkeeping; it
+	// returns the first error.
+	wait := func() error {
+		var first error
+		for len(jobs) > 0 {
+			if err := committed(<-jobs[0].result); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
 	}
 	defer func() { _ = wait() }()
+	// arm starts the interval of the open epoch buf, whose first
+	// transaction committed in MySQL at first.
+	arm := func(first time.Time) {
+		timer = time.NewTimer(p.opts.Interval)
+		tick = timer.C
+		p.mu.Lock()
+		p.openFirst = first
+		p.refreshPending()
+		p.mu.Unlock()
+	}
 	// open returns the open epoch, starting one when none is open; first is
 	// the MySQL commit time of what starts it.
 	open := func(first time.Time) *Buffer {
 		if buf == nil {
 			buf = NewBuffer(func(id cdcsync.TableID) *cdcsync.TableSchema { return p.schemas[id] }, p.deleteColumns)
-			timer = time.NewTimer(p.opts.Interval)
-			tick = timer.C
-			p.mu.Lock()
-			p.openFirst = first
-			if p.pending.IsZero() {
-				p.pending = first
-			}
-			p.mu.Unlock()
+			arm(first)
 		}
 		return buf
+	}
+	// start commits job in the background.
+	start := func(job *commitJob) {
+		if len(jobs) > 0 {
+			job.prev = jobs[len(jobs)-1]
+		}
+		job.done, job.result, job.since = make(chan struct{}), make(chan commitResult, 1), time.Now()
+		p.claimLanes(job)
+		jobs, p.inflight = append(jobs, job), job.buf
+		go func() {
+			r := p.commit(commitCtx, job)
+			job.err = r.err
+			close(job.done)
+			job.result <- r
+		}()
 	}
 	// full also seals the epoch that completes a copy, so the copy ends
 	// (and /readyz turns) without waiting out the interval.
@@ -389,8 +447,8 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// waiting out the interval (up to epoch.interval sooner).
 	behind := false
 	var finish func(cause error) error
-	// seal hands the open epoch to a background commit, after the one
-	// before it has finished.
+	// seal hands the open epoch to a background commit, after the ones
+	// before it have finished.
 	seal := func() error {
 		if timer != nil {
 			timer.Stop()
@@ -407,14 +465,61 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		if err := wait(); err != nil {
 			return err
 		}
-		job := p.prepare(b)
-		if job == nil {
-			return nil
+		p.endCarry()
+		if job := p.prepare(b, true); job != nil {
+			start(job)
 		}
-		ch := make(chan commitResult, 1)
-		inflight, p.inflight, inflightSince = ch, b, time.Now()
-		go func() { ch <- p.commit(commitCtx, job) }()
 		return nil
+	}
+	// carry seals the open epoch without the tables that still commit an
+	// epoch before (a slow table: thousands of partitions, a large
+	// rewrite), which carry their changes over into the next epoch,
+	// so that one slow table does not hold the others back. It reports
+	// whether it sealed. The checkpoint stays before what is carried
+	// over; a carried table's commit records the epochs it spans, which
+	// cut refuses (cdcsync.Delta.From).
+	carry := func() bool {
+		if buf == nil || !p.carries() {
+			return false
+		}
+		busy, running := p.busyLanes()
+		if running > 1 {
+			return false // two epochs' tables commit already: wait for one
+		}
+		free := false
+		for _, id := range buf.Tables() {
+			free = free || !busy[id]
+		}
+		if !free {
+			return false
+		}
+		timer.Stop()
+		tick = nil
+		b := buf
+		buf = b.Split(func(id cdcsync.TableID) bool { return busy[id] }, p.nextEpoch)
+		if buf.Empty() {
+			buf = nil
+			p.mu.Lock()
+			p.openFirst = time.Time{}
+			p.mu.Unlock()
+			p.endCarry()
+		} else {
+			if !p.carrying {
+				p.carrying = true
+				p.log.Info("tables still committing an epoch are carried over into the next one; the others commit this one",
+					"carried", joinIDs(buf.Tables()), "epoch", p.nextEpoch)
+			}
+			if p.m != nil {
+				for _, id := range buf.Tables() {
+					p.m.EpochsCarried.WithLabelValues(id.String()).Inc()
+				}
+			}
+			arm(b.First)
+		}
+		if job := p.prepare(b, buf == nil); job != nil {
+			start(job)
+		}
+		return true
 	}
 	// due seals the open epoch at a transaction boundary that is no
 	// barrier: the interval ran out, or the epoch is full. While the epoch
@@ -428,9 +533,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// open epoch cannot be written out (spillsOpen), it waits as a seal
 	// always did.
 	due := func() error {
-		if inflight == nil || buf == nil {
+		if len(jobs) == 0 || buf == nil {
 			sealDue = false
 			return seal()
+		}
+		if carry() {
+			sealDue = false
+			return nil
 		}
 		sealDue = true
 		if !p.spillsOpen() {
@@ -442,16 +551,16 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		}
 		// full counts every byte the epoch took; once it spilled, what it
 		// holds is what counts.
-		pressed := (buf.spill == 0 && full()) || buf.Held >= p.opts.MaxBytes
-		if left := p.opts.SlowCommit - time.Since(inflightSince); left > 0 {
+		pressed := (len(buf.spilled) == 0 && full()) || buf.Held >= p.opts.MaxBytes
+		if left := p.opts.SlowCommit - time.Since(jobs[0].since); left > 0 {
 			if !pressed {
 				return nil
 			}
 			t := time.NewTimer(left)
 			select {
-			case r := <-inflight:
+			case <-jobs[len(jobs)-1].done:
 				t.Stop()
-				if err := committed(r); err != nil {
+				if err := wait(); err != nil {
 					return err
 				}
 				sealDue = false
@@ -486,7 +595,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		if p.midTxn {
 			// The end of the open transaction was not read: nothing of
 			// it is committed; a restart reads it again.
-			p.log.Info("the transaction being read is not committed; it is read again on restart", "fragments_spilled", buf != nil && buf.spill != 0)
+			p.log.Info("the transaction being read is not committed; it is read again on restart", "fragments_spilled", buf != nil && len(buf.spilled) > 0)
 			p.abandon(commitCtx, buf)
 			buf, p.midTxn = nil, false
 		}
@@ -549,7 +658,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		case <-ctx.Done():
 			return finish(nil)
 		case <-idle.C:
-			if inflight == nil && !p.midTxn {
+			if len(jobs) == 0 && !p.midTxn {
 				p.maintainIdle(commitCtx)
 			}
 		case <-tick:
@@ -561,10 +670,17 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			if err := due(); err != nil {
 				return err
 			}
-		case r := <-inflight:
+		case r := <-oldest():
 			if err := committed(r); err != nil {
 				return err
 			}
+			if sealDue && !p.midTxn {
+				if err := due(); err != nil {
+					return err
+				}
+			}
+		case <-p.laneFree:
+			// A table's commit ended: the tables it held back may commit.
 			if sealDue && !p.midTxn {
 				if err := due(); err != nil {
 					return err
@@ -793,6 +909,15 @@ func (p *Pipeline) apply(ctx context.Context, buf *Buffer, t *cdcsync.Txn) error
 		p.m.ReadLagSeconds.Set(time.Since(t.Time).Seconds())
 	}
 	skip := func(id cdcsync.TableID) bool { return covered[id] || p.stopped[id] }
+	if len(covered) > 0 && p.opts.CheckpointEpoch > 0 {
+		// Another table committed t in an epoch after the checkpoint,
+		// before a restart: the tables that commit it now do so late.
+		for i := range t.Changes {
+			if id := t.Changes[i].Table; !skip(id) {
+				buf.Late(id, p.opts.CheckpointEpoch+1)
+			}
+		}
+	}
 	if !p.midTxn {
 		p.seq++ // every fragment of a transaction has its number
 	}
@@ -827,8 +952,8 @@ func (p *Pipeline) spill(ctx context.Context, buf *Buffer, why string) error {
 		p.lastSpill = id
 	}
 	start, held, changes := time.Now(), buf.Held, buf.Rows
-	err := buf.Spill(id, func(table cdcsync.TableID, deletes, rows []cdcsync.Row) error {
-		_, err := p.retry(ctx, "spill", func() error { return sp.Spill(ctx, table, id, deletes, rows) }, nil, "table", table.String())
+	err := buf.Spill(id, func(table cdcsync.TableID, spill int64, deletes, rows []cdcsync.Row) error {
+		_, err := p.retry(ctx, "spill", func() error { return sp.Spill(ctx, table, spill, deletes, rows) }, nil, "table", table.String())
 		return err
 	})
 	if err != nil {
@@ -893,15 +1018,32 @@ func (p *Pipeline) stopMidTxn(ctx context.Context, buf *Buffer, t *cdcsync.Txn) 
 
 // commitJob is a sealed epoch, ready to commit.
 type commitJob struct {
-	buf    *Buffer
+	buf   *Buffer
+	epoch int64
+	// before is the position before its oldest change: its own start, or
+	// that of the oldest change carried over into it.
+	before cdcsync.Position
 	ckpt   cdcsync.Position // the checkpoint after it: buf.End, or before a prepared XA transaction
-	tables []cdcsync.TableID
+	// saveCkpt is false when changes before ckpt were carried over into
+	// the next epoch: the checkpoint must stay before them.
+	saveCkpt bool
+	tables   []cdcsync.TableID
 	copies map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
 	// compact are the tables whose copy this commit completes after it
 	// wrote an equality delete for every copied row (a resumed copy, or
 	// one past MaxTrackedKeys): they are maintained right after it, even
 	// when nothing else changes them, so readers do not pay for the debris.
 	compact []cdcsync.TableID
+
+	// Set when it starts (Run): the job sealed before it, whose
+	// bookkeeping its own waits for; done, closed when commit returned
+	// (err is then its error); result, what commit returned; since, when
+	// it started.
+	prev   *commitJob
+	done   chan struct{}
+	err    error
+	result chan commitResult
+	since  time.Time
 }
 
 // commitResult is what a background commit reports.
@@ -912,20 +1054,38 @@ type commitResult struct {
 }
 
 // prepare captures what the commit of buf needs from the pipeline's own
-// state (Run's goroutine); nil when there is nothing to commit.
-func (p *Pipeline) prepare(buf *Buffer) *commitJob {
+// state (Run's goroutine) and numbers its epoch; nil when there is
+// nothing to commit. saveCkpt says that nothing read before buf.End is
+// carried over into the next epoch.
+func (p *Pipeline) prepare(buf *Buffer, saveCkpt bool) *commitJob {
 	for id := range p.stopped {
 		p.dropFromEpoch(context.Background(), buf, id) // folded before its stop was known
 	}
 	if buf.Empty() {
 		return nil
 	}
-	job := &commitJob{buf: buf, ckpt: buf.End, tables: buf.Tables(), copies: map[cdcsync.TableID]cdcsync.CopyState{}}
+	job := &commitJob{buf: buf, ckpt: buf.End, tables: buf.Tables(), copies: map[cdcsync.TableID]cdcsync.CopyState{},
+		saveCkpt: saveCkpt, before: p.sealedEnd}
 	if !p.readResume.IsZero() {
 		// The rows of a prepared XA transaction are in no table yet: a
 		// restart must read its PREPARE again (capture/xa.go).
 		job.ckpt = p.readResume
 	}
+	if len(job.tables) == 0 && job.ckpt == p.sealedCkpt {
+		return nil // nothing to commit, no checkpoint to move
+	}
+	if buf.Carries() && !p.carryBefore.IsZero() {
+		job.before = p.carryBefore
+	}
+	if saveCkpt {
+		p.carryBefore = cdcsync.Position{}
+		p.sealedCkpt = job.ckpt
+	} else if p.carryBefore.IsZero() {
+		p.carryBefore = p.sealedEnd
+	}
+	p.sealedEnd = buf.End
+	job.epoch = p.nextEpoch
+	p.nextEpoch++
 	sort.Slice(job.tables, func(i, j int) bool { return job.tables[i].String() < job.tables[j].String() })
 	for _, id := range job.tables {
 		if ct := p.copies[id]; ct != nil {
@@ -945,6 +1105,9 @@ func (p *Pipeline) afterCommit(r commitResult) error {
 		return r.err
 	}
 	for _, id := range r.stopped {
+		p.laneMu.Lock()
+		p.releaseLane(id)
+		p.laneMu.Unlock()
 		p.cancelCopy(id)
 		delete(p.schemas, id)
 		delete(p.skip, id)
@@ -958,13 +1121,13 @@ func (p *Pipeline) afterCommit(r commitResult) error {
 	return nil
 }
 
-// commit commits one epoch: every table, then the checkpoint. It runs in a
-// goroutine of its own, one at a time.
+// commit commits one epoch: every table, then, after the epochs before it
+// are done, the checkpoint. It runs in a goroutine of its own; the tables
+// of two epochs may commit at once (Run's carry), never one table's.
 func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
-	buf, tables := job.buf, job.tables
-	maintain := p.maintenanceDue(buf)
+	buf, tables, epoch := job.buf, job.tables, job.epoch
+	behind := p.catchingUp(buf)
 	start := time.Now()
-	epoch := p.nextEpoch
 	var (
 		smu   sync.Mutex
 		stops = map[cdcsync.TableID]error{}
@@ -976,7 +1139,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			if (i > 0 || j > 0) && p.opts.Fault != nil {
 				p.opts.Fault("between-tables")
 			}
-			d := cdcsync.Delta{Epoch: epoch, Pos: buf.End, Time: buf.Last, Spill: buf.SpillID(id)}
+			d := cdcsync.Delta{Epoch: epoch, From: buf.From(id), Pos: buf.End, Time: buf.Last, Spill: buf.SpillID(id)}
 			d.Deletes, d.Rows = buf.Output(id)
 			if st, ok := job.copies[id]; ok {
 				d.Copy = &st
@@ -990,7 +1153,11 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 					smu.Lock()
 					stops[id] = err
 					smu.Unlock()
+					p.laneDone(job, id, true)
 					return nil
+				}
+				if err == nil {
+					p.laneDone(job, id, false)
 				}
 				return err
 			})
@@ -999,34 +1166,39 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 		}
 	}
-	stopped, err := p.stopTables(ctx, epoch, buf.End, stops)
+	p.mu.Lock()
+	delete(p.pendingJobs, job)
+	p.refreshPending()
+	p.mu.Unlock()
+	// What follows runs one epoch at a time, in order.
+	if job.prev != nil {
+		<-job.prev.done
+		if job.prev.err != nil {
+			return commitResult{} // the session ends with that error; no checkpoint passes it
+		}
+	}
+	stopped, err := p.stopTables(ctx, epoch, job.before, buf.End, stops)
 	if err != nil {
 		return commitResult{err: fmt.Errorf("%w: %w", ErrCommit, err)}
 	}
-	if len(tables) == 0 && job.ckpt == p.lastCkpt {
+	if job.saveCkpt {
+		if p.opts.Fault != nil {
+			p.opts.Fault("before-checkpoint")
+		}
+		if _, err := p.retry(ctx, "checkpoint", func() error { return p.sink.SaveCheckpoint(ctx, epoch, job.ckpt) }, nil, "epoch", epoch); err != nil {
+			return commitResult{err: fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)}
+		}
 		p.mu.Lock()
-		p.pending = p.openFirst
+		p.committed = buf.End
 		p.mu.Unlock()
-		return commitResult{}
 	}
-	if p.opts.Fault != nil {
-		p.opts.Fault("before-checkpoint")
-	}
-	if _, err := p.retry(ctx, "checkpoint", func() error { return p.sink.SaveCheckpoint(ctx, epoch, job.ckpt) }, nil, "epoch", epoch); err != nil {
-		return commitResult{err: fmt.Errorf("%w: save the checkpoint of epoch %d: %w", ErrCommit, epoch, err)}
-	}
-	p.nextEpoch++
-	p.lastCkpt = job.ckpt
 	if p.unmaintained == nil {
 		p.unmaintained = map[cdcsync.TableID]time.Time{}
 	}
 	for _, id := range tables {
 		p.unmaintained[id] = time.Now()
 	}
-	p.mu.Lock()
-	p.committed = buf.End
-	p.pending = p.openFirst
-	p.mu.Unlock()
+	maintain := p.maintenanceDue(buf, behind)
 	if p.m != nil {
 		for _, id := range tables {
 			for op, n := range buf.Changes(id) {
@@ -1064,10 +1236,11 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 
 // stopTables stops the tables whose share of the epoch ending at end the
 // sink refused for good (cdcsync.StopTable): each gets a ChangeStop at the
-// position before the epoch, before the checkpoint that passes the epoch,
+// position before the epoch (before, which includes what was carried over
+// into it), before the checkpoint that passes the epoch,
 // so that after a crash the table is either stopped or reads the epoch
 // again. The other tables of the epoch are committed already.
-func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Position, stops map[cdcsync.TableID]error) ([]cdcsync.TableID, error) {
+func (p *Pipeline) stopTables(ctx context.Context, epoch int64, before, end cdcsync.Position, stops map[cdcsync.TableID]error) ([]cdcsync.TableID, error) {
 	if len(stops) == 0 {
 		return nil, nil
 	}
@@ -1078,7 +1251,7 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 	}
 	p.awaitMaintenance() // a stop changes the sink's tables
 	for _, id := range ids {
-		at := p.lastCkpt
+		at := before
 		if own, ok := p.resumes[id]; ok {
 			if later, err := p.opts.Order.Includes(own, at); err == nil && later {
 				at = own // the table held more than the checkpoint when the session began
@@ -1095,6 +1268,13 @@ func (p *Pipeline) stopTables(ctx context.Context, epoch int64, end cdcsync.Posi
 		}
 	}
 	return ids, nil
+}
+
+// catchingUp says whether the epoch in buf was sealed behind the server:
+// its last transaction is more than twice the interval old when its
+// commit begins (see maintenanceDue).
+func (p *Pipeline) catchingUp(buf *Buffer) bool {
+	return !buf.Last.IsZero() && time.Since(buf.Last) > 2*p.opts.Interval
 }
 
 // maxMaintenanceSkips bounds how many epochs in a row skip maintenance
@@ -1144,13 +1324,11 @@ func (p *Pipeline) commitRanks(tables []cdcsync.TableID) [][]cdcsync.TableID {
 }
 
 // maintenanceDue says whether the epoch in buf is followed by maintenance
-// (the committing goroutine). While cdcsync catches up on a backlog (the
-// epoch's last transaction is more than twice the interval old) it is
-// skipped: the next commit would wait for it, and the compaction would
+// (the committing goroutines, in epoch order). While cdcsync catches up on
+// a backlog (behind, from catchingUp) it is skipped: the next commit would wait for it, and the compaction would
 // rewrite files the backlog is about to add deletes to. A server clock
 // ahead of cdcsync's only makes it run every maxMaintenanceSkips+1 epochs.
-func (p *Pipeline) maintenanceDue(buf *Buffer) bool {
-	behind := !buf.Last.IsZero() && time.Since(buf.Last) > 2*p.opts.Interval
+func (p *Pipeline) maintenanceDue(buf *Buffer, behind bool) bool {
 	if !behind || p.maintSkips >= maxMaintenanceSkips {
 		if p.maintSkips > 0 && !behind {
 			p.log.Info("caught up: table maintenance runs again", "epochs_skipped", p.maintSkips)

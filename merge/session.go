@@ -620,6 +620,9 @@ func (s *session) stream(ctx context.Context, start cdcsync.Position) error {
 	popts.Quit = ctx.Done()
 	popts.Order = s.order
 	popts.ForeignKeys = actions
+	if s.haveCkpt {
+		popts.CheckpointEpoch = s.ckpt.Epoch
+	}
 	popts.Copy.Source = chunks
 	// The transactions read but not yet taken by the pipeline wait within
 	// a quarter of an epoch's bytes (see docs/architecture.md, "Memory").

@@ -22,6 +22,7 @@ type Metrics struct {
 	CopyRate         *prometheus.GaugeVec // rows per second this session
 	CopyETA          *prometheus.GaugeVec // seconds left at that rate
 	EpochsCommitted  prometheus.Counter
+	EpochsCarried    *prometheus.CounterVec // epochs a table sat out, by table (its changes carried over)
 	TableCommits     *prometheus.CounterVec // commits by table and result
 	CommitSeconds    prometheus.Histogram   // time to commit a whole epoch
 	EpochRows        prometheus.Histogram
@@ -101,6 +102,10 @@ func New() *Metrics {
 		EpochsCommitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdcsync_epochs_committed_total", Help: "Epochs committed to every table and checkpointed.",
 		}),
+		EpochsCarried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdcsync_table_epochs_carried_total",
+			Help: "Epochs a table sat out because it was still committing an earlier one (a slow commit); its changes were carried over into the next epoch, by table.",
+		}, []string{"table"}),
 		TableCommits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_table_commits_total", Help: "Iceberg commits by table and result (ok, retry, failed).",
 		}, []string{"table", "result"}),
@@ -263,7 +268,7 @@ func New() *Metrics {
 		m.Restarts.WithLabelValues(reason)
 	}
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
-	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.TableCommits, m.CommitSeconds,
+	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.EpochsCarried, m.TableCommits, m.CommitSeconds,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots, m.TableStagedRows,
 		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexReplayReads, m.KeyIndexDiskBytes,

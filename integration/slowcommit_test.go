@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cdcsync/cdcsync/lake"
 )
 
 // TestSlowCommitKeepsTheStream holds one epoch's commit for 25 s (as a
@@ -29,9 +33,11 @@ func TestSlowCommitKeepsTheStream(t *testing.T) {
 	e.exec("SET GLOBAL net_write_timeout = 5")
 	t.Cleanup(func() { e.exec(fmt.Sprintf("SET GLOBAL net_write_timeout = %d", was)) })
 
-	// The first commit is the initial copy's; the second, the first
-	// epoch of the load, is held.
-	p := e.start("CDCSYNC_DELAY=before-checkpoint:25s:2")
+	// The table's first two commits start and end the initial copy; the
+	// third, the first epoch of the load, is held. (A delay at the checkpoint, after
+	// the table committed, holds nothing back any more: the next epoch
+	// commits meanwhile.)
+	p := e.start("CDCSYNC_DELAY=before-commit@" + dbName + ".docs:25s:3")
 	e.waitCaughtUp(p, time.Minute)
 	held := p.waitFor("delay injection: sleeping", time.Minute)
 	e.exec(fmt.Sprintf("INSERT INTO %s.docs VALUES (2, 0, 'second')", dbName))
@@ -57,6 +63,97 @@ func TestSlowCommitKeepsTheStream(t *testing.T) {
 		t.Errorf("the epoch after the slow one was not written out as it grew; output:\n%s", out)
 	}
 	e.assertMirrors("docs")
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("cdcsync exited %d; output:\n%s", code, p.output())
+	}
+}
+
+// TestSlowTableDoesNotHoldTheOthers holds one table's commit for 20 s (as
+// a finely partitioned table's would take) while transactions change it
+// and another table, some of them both. The other table's changes must
+// reach Iceberg within seconds, each epoch, instead of waiting for the
+// slow commit (issue 23); the slow table's changes are carried over and
+// committed once it is free, its commit records the epochs it spans, and
+// cut refuses those epochs but gives a consistent cut at the checkpoint.
+// Both tables end equal to MySQL.
+func TestSlowTableDoesNotHoldTheOthers(t *testing.T) {
+	const dbName = "it_lanes"
+	e := newEnv(t, dbName, envOptions{epoch: "interval: 500ms"})
+	for _, name := range []string{"slow", "fast"} {
+		e.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v INT NOT NULL)", dbName, name))
+		e.exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, 0)", dbName, name))
+	}
+	const hold = 20 * time.Second
+	p := e.start(fmt.Sprintf("CDCSYNC_DELAY=before-commit@%s.slow:%s:3", dbName, hold))
+	e.waitCaughtUp(p, time.Minute)
+	held := p.waitFor("delay injection: sleeping", time.Minute)
+	e.exec(fmt.Sprintf("UPDATE %s.slow SET v = v + 1 WHERE id = 1", dbName))
+	select {
+	case <-held:
+	case <-p.done:
+		t.Fatalf("cdcsync exited; output:\n%s", p.output())
+	case <-time.After(time.Minute):
+		t.Fatalf("the commit of %s.slow was not held; output:\n%s", dbName, p.output())
+	}
+	start := time.Now()
+	for i := 0; i < 20; i++ {
+		e.exec(fmt.Sprintf("INSERT INTO %s.fast VALUES (?, ?)", dbName), 100+i, i)
+		// One transaction over both tables.
+		e.exec(fmt.Sprintf("UPDATE %s.fast f, %s.slow s SET f.v = f.v + 1, s.v = s.v + 1 WHERE f.id = 1 AND s.id = 1", dbName, dbName))
+	}
+	lk := e.openLake()
+	ctx := context.Background()
+	ts := e.mysqlSchema("fast")
+	var seen time.Duration
+	for {
+		tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, "fast"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := lake.ReadRows(lk.Scope(ctx), tbl, ts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 21 {
+			seen = time.Since(start)
+			break
+		}
+		if time.Since(start) > hold/2 {
+			t.Fatalf("%s.fast has %d of 21 rows in Iceberg %s after its transactions, while the commit of %s.slow is held: one slow table holds the others back; output:\n%s",
+				dbName, len(rows), time.Since(start).Round(time.Millisecond), dbName, p.output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%s.fast's rows were in Iceberg %s after its transactions, with %s.slow's commit held", dbName, seen.Round(time.Millisecond), dbName)
+	e.waitCaughtUp(p, 2*time.Minute)
+	e.assertMirrors("fast")
+	e.assertMirrors("slow")
+	if out := p.output(); !strings.Contains(out, "carried over into the next one") {
+		t.Errorf("no carry was logged; output:\n%s", out)
+	}
+
+	// The slow table's commit after the held one spans the epochs it sat out.
+	tbl, err := lk.LoadTable(ctx, lk.Identifier(dbName, "slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from, epoch int64
+	for _, s := range ancestry(tbl) {
+		if f := s.Summary.Properties[lake.SummaryEpochFrom]; f != "" {
+			from, _ = strconv.ParseInt(f, 10, 64)
+			epoch, _ = strconv.ParseInt(s.Summary.Properties[lake.SummaryEpoch], 10, 64)
+		}
+	}
+	if from == 0 || from >= epoch {
+		t.Fatalf("no commit of %s.slow records the epochs it spans (%s)", dbName, lake.SummaryEpochFrom)
+	}
+	out, code := runCLI(t, "cut", "--config", e.cfgPath, "--epoch", strconv.FormatInt(from, 10))
+	if code != 1 || !strings.Contains(out, "is not a consistent state") || !strings.Contains(out, fmt.Sprintf("--epoch %d", from-1)) {
+		t.Errorf("cut --epoch %d, inside the epochs %s.slow committed late (%d to %d), exited %d: %s", from, dbName, from, epoch, code, out)
+	}
+	if out, code := runCLI(t, "cut", "--config", e.cfgPath); code != 0 {
+		t.Errorf("cut at the checkpoint exited %d: %s", code, out)
+	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("cdcsync exited %d; output:\n%s", code, p.output())
 	}

@@ -23,7 +23,11 @@ import (
 // the newest snapshot of each table whose lineage holds only the
 // pipeline's commits of epochs up to N is the state of that table after
 // the same transactions: a transaction that changed two tables is in both
-// snapshots or in neither.
+// snapshots or in neither. A table that sat out epochs (its commit was
+// slow, or it was behind after a restart) commits their transactions late,
+// in a snapshot that records the first of them (SummaryEpochFrom): no
+// epoch it spans has a consistent cut, and the checkpoint is never one of
+// them.
 
 // CutTable is one table's snapshot in a cut.
 type CutTable struct {

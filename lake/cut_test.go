@@ -2,6 +2,8 @@ package lake
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +76,48 @@ func TestScheduledCutTags(t *testing.T) {
 	step("d")
 	if id, _ := tagged("cut-20261205T030000Z"); id != epochSnap[3] || e.lk.cutTags.done < 0 {
 		t.Fatalf("after a restart the 03:00 tag is on snapshot %d (want %d), schedule %+v", id, epochSnap[3], e.lk.cutTags)
+	}
+}
+
+// A commit that also holds the transactions of epochs its table sat out
+// (its commit before was slow, or it was behind after a restart) records
+// them; a cut of one of those epochs would have the other tables' share
+// of a transaction without this table's, so Cut refuses it and names the
+// consistent epochs on either side.
+func TestCutRefusesEpochsCommittedLate(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.commit(nil, keys(1, 10), "a", nil) // epoch 1
+	e.commit(nil, keys(1, 5), "b", nil)  // epoch 2
+	d, r := e.change(keys(3, 8), "c", nil)
+	if err := e.tbl.Commit(ctx, Epoch{Number: 5, From: 3, Pos: pos(5)}, d, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.lk.SaveCheckpoint(ctx, cdcsync.Checkpoint{Epoch: 5, Pos: pos(5), Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, epoch := range []int64{3, 4} {
+		_, err := e.lk.Cut(ctx, epoch)
+		if !errors.Is(err, ErrNoCut) || !strings.Contains(err.Error(), "holds the transactions of epochs 3 to 4") ||
+			!strings.Contains(err.Error(), "use --epoch 2 or --epoch 5") {
+			t.Errorf("cut of epoch %d: %v; want it refused, naming epochs 2 and 5", epoch, err)
+		}
+	}
+	for _, epoch := range []int64{2, 5} {
+		c, err := e.lk.Cut(ctx, epoch)
+		if err != nil || len(c.Tables) != 1 {
+			t.Errorf("cut of epoch %d: %+v, %v", epoch, c, err)
+		}
+	}
+}
+
+// EpochAsOf never picks an epoch that a late commit spans: it steps back
+// to the epoch before the span.
+func TestOutsideCarried(t *testing.T) {
+	late := [][2]int64{{3, 5}, {5, 7}, {10, 11}}
+	for _, c := range [][2]int64{{2, 2}, {3, 2}, {4, 2}, {5, 2}, {6, 2}, {7, 7}, {9, 9}, {10, 9}, {11, 11}} {
+		if got := outsideCarried(c[0], late); got != c[1] {
+			t.Errorf("outsideCarried(%d) = %d, want %d", c[0], got, c[1])
+		}
 	}
 }

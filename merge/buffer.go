@@ -334,12 +334,12 @@ type Buffer struct {
 	spilled map[cdcsync.TableID]int64
 	// from holds, for tables whose changes were carried over from an
 	// earlier epoch (Split), the first epoch whose transactions they hold.
-	from map[cdcsync.TableID]int64
-	Txns    int
-	Loaded  int              // rows of the initial copy loaded (see Load)
-	End     cdcsync.Position // position after the last transaction applied or passed
-	First   time.Time        // MySQL commit time of the epoch's first transaction
-	Last    time.Time        // MySQL commit time of the epoch's last transaction
+	from   map[cdcsync.TableID]int64
+	Txns   int
+	Loaded int              // rows of the initial copy loaded (see Load)
+	End    cdcsync.Position // position after the last transaction applied or passed
+	First  time.Time        // MySQL commit time of the epoch's first transaction
+	Last   time.Time        // MySQL commit time of the epoch's last transaction
 }
 
 // NewBuffer returns an empty epoch buffer; schemas resolves a table's

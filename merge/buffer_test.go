@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/cdcsync/cdcsync"
 )
@@ -290,4 +291,71 @@ func TestBufferTrimsBeforeImages(t *testing.T) {
 	}
 	runtime.KeepAlive(whole)
 	runtime.KeepAlive(trimmed)
+}
+
+// Split moves a table's share of the epoch, with its counters, its spill
+// and the epoch its changes began in, into a buffer that goes on
+// collecting: the rest is sealed without it, and nothing is lost or
+// counted twice.
+func TestBufferSplitCarriesTablesOver(t *testing.T) {
+	b := NewBuffer(schemaOf, nil)
+	oIns := func(shop string, no int32) cdcsync.Change {
+		return cdcsync.Change{Table: orders.ID, Op: cdcsync.OpInsert, After: cdcsync.Row{shop, no, "1.00"}}
+	}
+	apply := func(b *Buffer, bytes int, changes ...cdcsync.Change) {
+		t.Helper()
+		if err := b.Apply(&cdcsync.Txn{Changes: changes, Bytes: bytes, Time: time.Now(), Pos: mariaPos(1)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(b, 40, ins(u(1, "eu", "a")), oIns("x", 1), oIns("x", 2), ins(u(2, "eu", "b")))
+	var spilled []string
+	if err := b.Spill(7, func(id cdcsync.TableID, spill int64, _, rows []cdcsync.Row) error {
+		spilled = append(spilled, fmt.Sprint(id, "@", spill, "/", len(rows)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	apply(b, 30, ins(u(3, "eu", "c")), oIns("x", 3), upd(u(1, "eu", "a"), u(1, "eu", "a2")))
+	first := b.First
+	nb := b.Split(func(id cdcsync.TableID) bool { return id == users.ID }, 9)
+
+	if b.Rows != 3 || nb.Rows != 4 || b.Bytes != 30 || nb.Bytes != 40 || b.Held != 10 || nb.Held != 20 {
+		t.Errorf("sealed rows=%d bytes=%d held=%d, carried rows=%d bytes=%d held=%d; want 3/30/10 and 4/40/20",
+			b.Rows, b.Bytes, b.Held, nb.Rows, nb.Bytes, nb.Held)
+	}
+	if got := fmt.Sprint(b.Tables(), nb.Tables()); got != "[shop.orders] [shop.users]" {
+		t.Errorf("tables sealed, carried: %s", got)
+	}
+	if b.SpillID(orders.ID) != 7 || nb.SpillID(users.ID) != 7 || b.SpillID(users.ID) != 0 {
+		t.Errorf("spills: orders %d (sealed), users %d (carried), %d (sealed); want 7, 7, 0", b.SpillID(orders.ID), nb.SpillID(users.ID), b.SpillID(users.ID))
+	}
+	if nb.From(users.ID) != 9 || b.From(orders.ID) != 0 || b.Carries() || !nb.Carries() {
+		t.Errorf("from: users %d, orders %d; want 9 and 0", nb.From(users.ID), b.From(orders.ID))
+	}
+	if !nb.First.Equal(first) || nb.End != b.End {
+		t.Errorf("the carried buffer starts at %v and ends at %v; want %v and %v", nb.First, nb.End, first, b.End)
+	}
+
+	// The carried buffer goes on: its own spill names the tables that had
+	// none, and a second split keeps the oldest epoch.
+	apply(nb, 20, upd(u(3, "eu", "c"), u(3, "eu", "c2")), oIns("y", 1))
+	spilled = spilled[:0]
+	if err := nb.Spill(8, func(id cdcsync.TableID, spill int64, _, rows []cdcsync.Row) error {
+		spilled = append(spilled, fmt.Sprint(id, "@", spill))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(spilled)
+	if got := fmt.Sprint(spilled); got != "[shop.orders@8 shop.users@7]" {
+		t.Errorf("second spill wrote %s; users keeps spill 7, orders starts 8", got)
+	}
+	nb2 := nb.Split(func(id cdcsync.TableID) bool { return true }, 10)
+	if nb2.From(users.ID) != 9 || nb2.From(orders.ID) != 10 {
+		t.Errorf("from after a second split: users %d, orders %d; want 9 and 10", nb2.From(users.ID), nb2.From(orders.ID))
+	}
+	if _, r := b.Output(orders.ID); len(r) != 1 {
+		t.Errorf("the sealed orders hold %d rows after its spill; want the one added since", len(r))
+	}
 }

@@ -166,7 +166,7 @@ type Pipeline struct {
 	schemas   map[cdcsync.TableID]*cdcsync.TableSchema
 	stopped   map[cdcsync.TableID]bool             // tables a schema change stopped: their later changes are dropped
 	skip      map[cdcsync.TableID]cdcsync.Position // tables still catching up to their own committed position
-	nextEpoch int64 // the number of the next epoch sealed
+	nextEpoch int64                                // the number of the next epoch sealed
 	// sealedEnd is where the last epoch sealed ends, sealedCkpt the
 	// checkpoint of the last one sealed with saveCkpt, carryBefore the
 	// position before the oldest change carried over into the open epoch
@@ -174,10 +174,10 @@ type Pipeline struct {
 	// Run's goroutine.
 	sealedEnd, sealedCkpt, carryBefore cdcsync.Position
 	carrying                           bool
-	resumes   map[cdcsync.TableID]cdcsync.Position // each table's committed position at New (read only)
-	opts      Options
-	log       *slog.Logger
-	m         *metrics.Metrics
+	resumes                            map[cdcsync.TableID]cdcsync.Position // each table's committed position at New (read only)
+	opts                               Options
+	log                                *slog.Logger
+	m                                  *metrics.Metrics
 
 	maintDone   chan struct{}      // closed when the running Maintain returns; nil when none runs
 	maintCancel context.CancelFunc // cancels the running Maintain
@@ -1028,7 +1028,7 @@ type commitJob struct {
 	// the next epoch: the checkpoint must stay before them.
 	saveCkpt bool
 	tables   []cdcsync.TableID
-	copies map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
+	copies   map[cdcsync.TableID]cdcsync.CopyState // progress of the copying tables, as of the seal
 	// compact are the tables whose copy this commit completes after it
 	// wrote an equality delete for every copied row (a resumed copy, or
 	// one past MaxTrackedKeys): they are maintained right after it, even
@@ -1170,6 +1170,7 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 	delete(p.pendingJobs, job)
 	p.refreshPending()
 	p.mu.Unlock()
+	took := time.Since(start) // the tables' commits, not the wait below
 	// What follows runs one epoch at a time, in order.
 	if job.prev != nil {
 		<-job.prev.done
@@ -1206,11 +1207,15 @@ func (p *Pipeline) commit(ctx context.Context, job *commitJob) commitResult {
 			}
 		}
 		p.m.EpochsCommitted.Inc()
-		p.m.CommitSeconds.Observe(time.Since(start).Seconds())
+		p.m.CommitSeconds.Observe(took.Seconds())
 		p.m.EpochRows.Observe(float64(buf.Rows))
 	}
-	p.log.Info("epoch committed", "epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
-		"position", buf.End.String(), "seconds", time.Since(start).Seconds())
+	attrs := []any{"epoch", epoch, "tables", len(tables), "transactions", buf.Txns, "rows", buf.Rows,
+		"position", buf.End.String(), "seconds", took.Seconds()}
+	if !job.saveCkpt {
+		attrs = append(attrs, "checkpoint", "held: tables carried over")
+	}
+	p.log.Info("epoch committed", attrs...)
 	if maintain || len(job.compact) > 0 || len(p.maintOwed) > 0 {
 		var due []cdcsync.TableID
 		if maintain {

@@ -464,8 +464,9 @@ func b2f(b bool) float64 {
 // (during-compaction: rewritten files written, catalog commit not done;
 // during-expiry: expiry committed, the expired snapshots' files not deleted)
 // with that probability. CDCSYNC_DELAY, another: "point:duration:nth,..."
-// makes the nth time the process reaches the point (default the first)
-// sleep that long, as a slow commit would (before-checkpoint).
+// makes the nth time the process reaches the point (default the first; 0:
+// every time) sleep that long, as a slow commit would (before-checkpoint;
+// before-commit@db.table holds one table's commits).
 func faultFromEnv(log *slog.Logger) func(string) {
 	kill := killFromEnv(log)
 	delay := delayFromEnv(log)
@@ -504,7 +505,7 @@ func delayFromEnv(log *slog.Logger) func(string) {
 		dl := delays[point]
 		var d time.Duration
 		if dl != nil {
-			if dl.seen++; dl.seen == dl.nth {
+			if dl.seen++; dl.nth == 0 || dl.seen == dl.nth {
 				d = dl.d
 			}
 		}

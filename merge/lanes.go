@@ -74,16 +74,29 @@ func (p *Pipeline) releaseLane(id cdcsync.TableID) {
 	}
 }
 
-// busyLanes returns the tables committing an epoch, and how many epochs
-// have tables committing.
-func (p *Pipeline) busyLanes() (busy map[cdcsync.TableID]bool, running int) {
+// laneFreeFor reports whether the open epoch buf has a table that commits
+// no earlier epoch, and at most one epoch has tables committing: two
+// would be held in memory beside the open one. Run calls it after every
+// transaction while a commit is slow, so it allocates nothing.
+func (p *Pipeline) laneFreeFor(buf *Buffer) bool {
 	p.laneMu.Lock()
 	defer p.laneMu.Unlock()
-	busy = make(map[cdcsync.TableID]bool, len(p.lanes))
-	for id := range p.lanes {
-		busy[id] = true
+	if len(p.laneJobs) > 1 {
+		return false
 	}
-	return busy, len(p.laneJobs)
+	for id := range buf.tables {
+		if p.lanes[id] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// laneBusy reports whether table id is committing an epoch.
+func (p *Pipeline) laneBusy(id cdcsync.TableID) bool {
+	p.laneMu.Lock()
+	defer p.laneMu.Unlock()
+	return p.lanes[id] > 0
 }
 
 // endCarry notes that no table is carried over any more.

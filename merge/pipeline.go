@@ -469,6 +469,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		if job := p.prepare(b, true); job != nil {
 			start(job)
 		}
+		p.mu.Lock()
+		p.refreshPending()
+		p.mu.Unlock()
 		return nil
 	}
 	// carry seals the open epoch without the tables that still commit an
@@ -479,24 +482,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// over; a carried table's commit records the epochs it spans, which
 	// cut refuses (cdcsync.Delta.From).
 	carry := func() bool {
-		if buf == nil || !p.carries() {
-			return false
-		}
-		busy, running := p.busyLanes()
-		if running > 1 {
-			return false // two epochs' tables commit already: wait for one
-		}
-		free := false
-		for _, id := range buf.Tables() {
-			free = free || !busy[id]
-		}
-		if !free {
+		if buf == nil || !p.carries() || !p.laneFreeFor(buf) {
 			return false
 		}
 		timer.Stop()
 		tick = nil
 		b := buf
-		buf = b.Split(func(id cdcsync.TableID) bool { return busy[id] }, p.nextEpoch)
+		buf = b.Split(p.laneBusy, p.nextEpoch)
 		if buf.Empty() {
 			buf = nil
 			p.mu.Lock()
@@ -519,6 +511,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		if job := p.prepare(b, buf == nil); job != nil {
 			start(job)
 		}
+		p.mu.Lock()
+		p.refreshPending()
+		p.mu.Unlock()
 		return true
 	}
 	// due seals the open epoch at a transaction boundary that is no

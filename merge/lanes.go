@@ -17,6 +17,13 @@ import (
 // each table passes over what it holds; the carried table's commit records
 // the epochs it spans, which cut refuses.
 
+// maxEpochsInFlight bounds the epochs sealed and not yet done: while one
+// table's commit takes many intervals, each epoch the others commit
+// waits for it to finish its bookkeeping (checkpoint, maintenance) in
+// order. Their rows are let go as their tables commit, so each costs
+// little; past the bound every table waits, as before carrying.
+const maxEpochsInFlight = 64
+
 // carries reports whether the open epoch may be sealed without the tables
 // that still commit: not inside a fragmented transaction, nor while copies
 // or repairs run (their chunks are merged into the open epoch with

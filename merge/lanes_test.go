@@ -224,3 +224,34 @@ func TestRestartMarksLateCommits(t *testing.T) {
 		t.Fatalf("rows %v %v", sink.rows[users.ID], sink.rows[slowT.ID])
 	}
 }
+
+// While one table's commit takes many intervals, the epochs the others
+// commit meanwhile wait to finish in order; past maxEpochsInFlight of
+// them every table waits, so the epochs held do not grow without bound.
+func TestCarryIsBounded(t *testing.T) {
+	sink := newLaneSink()
+	p := New(sink, []Table{{Schema: users}, {Schema: slowT}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Millisecond, MaxRows: 1 << 20, MaxBytes: 1 << 20, CommitConcurrency: 4, SlowCommit: time.Hour}, quiet(), nil)
+	ch := make(chan *cdcsync.Txn)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), ch) }()
+	ch <- txnAt(1, ins(u(1, "eu", "a")), sIns(u(1, "eu", "s")))
+	<-sink.entered
+	for seq := 2; seq <= 400; seq++ {
+		ch <- txnAt(seq, ins(u(int64(seq), "eu", "x")))
+		time.Sleep(500 * time.Microsecond)
+	}
+	n := len(sink.commitsOf(users.ID))
+	close(sink.release)
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 || n > maxEpochsInFlight {
+		t.Errorf("users committed %d epochs while shop.slow's commit was held; want some, at most %d", n, maxEpochsInFlight)
+	}
+	if len(sink.rows[users.ID]) != 400 {
+		t.Errorf("users has %d rows, want 400", len(sink.rows[users.ID]))
+	}
+	checkCuts(t, sink, users.ID, slowT.ID)
+}

@@ -482,7 +482,7 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 	// over; a carried table's commit records the epochs it spans, which
 	// cut refuses (cdcsync.Delta.From).
 	carry := func() bool {
-		if buf == nil || !p.carries() || !p.laneFreeFor(buf) {
+		if buf == nil || len(jobs) >= maxEpochsInFlight || !p.carries() || !p.laneFreeFor(buf) {
 			return false
 		}
 		timer.Stop()

@@ -73,23 +73,32 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 // deletes over to the new files (rebase.go).
 func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, *rowMap, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
-	if tbl.Metadata().Version() >= 3 {
-		return res, nil, errNoKeyFilter
-	}
+	// A v3 table's rows keep their lineage (_row_id and
+	// _last_updated_sequence_number) through the rewrite; a group with a
+	// file that has none (a table upgraded to v3) is left to iceberg-go,
+	// which drops it for the group.
+	lineage := tbl.Metadata().Version() >= 3
 	for _, tk := range g.Tasks {
-		// Position deletes are applied here by row position, which needs
-		// the whole file read in order.
-		if len(tk.DeletionVectorFiles) > 0 || (len(tk.DeleteFiles) > 0 && (tk.Start != 0 || tk.Length != tk.File.FileSizeBytes())) {
+		// Position deletes and deletion vectors are applied here by row
+		// position, which needs the whole file read in order.
+		whole := tk.Start == 0 && tk.Length == tk.File.FileSizeBytes()
+		if (len(tk.DeleteFiles) > 0 || len(tk.DeletionVectorFiles) > 0) && !whole {
+			return res, nil, errNoKeyFilter
+		}
+		if lineage && (tk.FirstRowID == nil || tk.DataSequenceNumber == nil) {
 			return res, nil, errNoKeyFilter
 		}
 	}
-	rd, err := readLive(ctx, tbl, g, shared)
+	rd, err := readLive(ctx, tbl, g, shared, lineage)
 	if err != nil {
 		return res, nil, err
 	}
 	opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
 	if targetFileSize > 0 {
 		opts = append(opts, table.WithTargetFileSize(targetFileSize))
+	}
+	if lineage {
+		opts = append(opts, table.WithPreserveRowLineage(iceberg.SchemaWithRowLineage(tbl.Schema())))
 	}
 	for df, err := range table.WriteRecords(ctx, tbl, rd.schema, rd.records, opts...) {
 		if err != nil {
@@ -103,6 +112,8 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	}
 	for _, tk := range g.Tasks {
 		res.OldDataFiles = append(res.OldDataFiles, tk.File)
+		// A deletion vector names one data file: it goes with it.
+		res.SafeDeletionVectors = append(res.SafeDeletionVectors, tk.DeletionVectorFiles...)
 	}
 	return res, newRowMap(tbl, rd, res.NewDataFiles), nil
 }
@@ -121,7 +132,12 @@ type liveReader struct {
 // the group's position deletes, deletion vectors or equality deletes (on
 // the primary key) delete; see rewriteGroup. Every task must be a whole
 // file.
-func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes) (*liveReader, error) {
+//
+// With lineage, each row also carries its _row_id and
+// _last_updated_sequence_number: read from the file where it has them,
+// else inherited from the file's first row id and data sequence number
+// (every task must have both), as the v3 spec defines them.
+func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, lineage bool) (*liveReader, error) {
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	for _, tk := range g.Tasks {
 		for _, d := range tk.EqualityDeleteFiles {
@@ -140,6 +156,12 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 	schema, err := readSchema(ctx, tbl, tasks[0])
 	if err != nil {
 		return nil, err
+	}
+	var lin *lineageSchema
+	if lineage {
+		if lin, err = newLineageSchema(tbl, schema); err != nil {
+			return nil, err
+		}
 	}
 	keyCols := make([]int, len(keyNames))
 	for i, name := range keyNames {
@@ -164,6 +186,9 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 		return nil, err
 	}
 	rd := &liveReader{schema: schema, read: map[string]readFile{}}
+	if lin != nil {
+		rd.schema = lin.out
+	}
 	rd.records = func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tk := range tasks {
 			if err := pos.load(ctx, fsys, tk.DeleteFiles); err != nil {
@@ -197,7 +222,12 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 			}
 			plain := tk
 			plain.EqualityDeleteFiles, plain.DeleteFiles, plain.DeletionVectorFiles = nil, nil, nil
-			recs, err := readTask(ctx, tbl, fsys, plain, schema)
+			var recs iter.Seq2[arrow.RecordBatch, error]
+			if lin != nil {
+				recs, err = lin.read(ctx, tbl, fsys, plain)
+			} else {
+				recs, err = readTask(ctx, tbl, fsys, plain, schema)
+			}
 			if err != nil {
 				yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
 				return
@@ -209,6 +239,14 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 					return
 				}
 				n := rec.NumRows()
+				if lin != nil {
+					// Before any row is dropped: a row's _row_id comes
+					// from its position in the file.
+					if rec, err = lin.fill(rec, plain, off); err != nil {
+						yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
+						return
+					}
+				}
 				cur, err := filterPositions(ctx, rec, off, gone)
 				off += n
 				rec.Release()
@@ -267,6 +305,12 @@ func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table
 		_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows)).ReadTasks(ctx, []table.FileScanTask{tk})
 		return recs, err
 	}
+	return plainRecords(ctx, pr, schema), nil
+}
+
+// plainRecords reads every row of pr's file as schema, whose columns are
+// the file's, and closes pr when done.
+func plainRecords(ctx context.Context, pr *parquetReader, schema *arrow.Schema) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		defer pr.close()
 		rr, err := pr.fr.GetRecordReader(ctx, nil, nil)
@@ -285,7 +329,7 @@ func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table
 		if err := rr.Err(); err != nil {
 			yield(nil, err)
 		}
-	}, nil
+	}
 }
 
 // openPlainReader opens the Parquet file at path for readTask, or returns

@@ -128,7 +128,7 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
-	rd, err := readLive(ctx, tbl, whole, shared)
+	rd, err := readLive(ctx, tbl, whole, shared, false)
 	if err != nil {
 		return res, err
 	}

@@ -288,6 +288,9 @@ func New(sink Sink, tables []Table, firstEpoch int64, start cdcsync.Position, op
 	p.rows, _ = sink.(RowFinder)
 	for _, t := range tables {
 		p.schemas[t.Schema.ID] = t.Schema
+		if m != nil {
+			m.EpochsCarried.WithLabelValues(t.Schema.ID.String()).Add(0) // so that increase() sees the first
+		}
 		if !t.Committed.IsZero() {
 			p.skip[t.Schema.ID] = t.Committed
 			p.resumes[t.Schema.ID] = t.Committed

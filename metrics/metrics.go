@@ -100,7 +100,7 @@ func New() *Metrics {
 			Name: "cdcsync_snapshot_rows_total", Help: "Rows copied by the initial snapshot, by table.",
 		}, []string{"table"}),
 		EpochsCommitted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdcsync_epochs_committed_total", Help: "Epochs committed to every table and checkpointed.",
+			Name: "cdcsync_epochs_committed_total", Help: "Epochs committed to their tables (an epoch whose slow tables were carried over into the next one counts too).",
 		}),
 		EpochsCarried: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdcsync_table_epochs_carried_total",

@@ -335,8 +335,10 @@ func (l *Lake) stoppedMessage(id cdcsync.TableID, iceberg table.Identifier, info
 }
 
 // SaveCheckpoint records pos with every table's last committed epoch (see
-// Checkpoint.Holds). The pipeline calls it once the epoch's commits
-// are done and before any schema change, so the tables are not changing.
+// Checkpoint.Holds). The pipeline calls it once the commits of the epoch
+// and of every epoch before it are done, and before any schema change. A
+// table carried over may be committing a later epoch meanwhile: it is
+// recorded at that one or the one before, either at or after pos.
 func (s *Sink) SaveCheckpoint(ctx context.Context, epoch int64, pos cdcsync.Position) error {
 	c := cdcsync.Checkpoint{Epoch: epoch, Pos: pos, Time: time.Now()}
 	s.mu.RLock()

@@ -57,24 +57,18 @@ func fieldID(f arrow.Field) int {
 	return id
 }
 
-// read reads the rows of tk, a whole data file without deletes, with the
-// lineage columns when its file holds them (a file a rewrite wrote), for
-// fill to complete. A file with the table's columns only, or with others
-// (an older schema) goes through readTask, or through iceberg-go's scan,
-// which brings the lineage it holds.
+// read reads the rows of tk, a whole data file without deletes, for fill
+// to complete: with the plain reader when the file has the table's
+// columns, with the lineage columns (a file a rewrite wrote) or without
+// (an epoch's); any other file (an older schema) through iceberg-go's
+// scan, which brings the lineage it holds.
 func (l *lineageSchema) read(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask) (iter.Seq2[arrow.RecordBatch, error], error) {
-	pr, err := openPlainReader(fsys, tk.File.FilePath(), l.out, l.ice)
+	pr, as, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{l.out, l.ice}, columnsForm{l.plain, tbl.Schema()})
 	if err != nil {
 		return nil, err
 	}
 	if pr != nil {
-		return plainRecords(ctx, pr, l.out), nil
-	}
-	if pr, err = openPlainReader(fsys, tk.File.FilePath(), l.plain, tbl.Schema()); err != nil {
-		return nil, err
-	}
-	if pr != nil {
-		return plainRecords(ctx, pr, l.plain), nil
+		return plainRecords(ctx, pr, as), nil
 	}
 	_, recs, err := tbl.Scan(table.WithArrowBatchSize(rewriteBatchRows), table.WithRowLineage()).ReadTasks(ctx, []table.FileScanTask{tk})
 	return recs, err
@@ -111,9 +105,10 @@ func (l *lineageSchema) fill(rec arrow.RecordBatch, tk table.FileScanTask, off i
 // inherited returns the lineage column held (nil: the file has none) with
 // each null taken from value. The caller releases it.
 func inherited(held arrow.Array, n int, value func(k int) int64) (arrow.Array, error) {
+	var ints *array.Int64
 	if held != nil {
-		ints, ok := held.(*array.Int64)
-		if !ok {
+		var ok bool
+		if ints, ok = held.(*array.Int64); !ok {
 			return nil, fmt.Errorf("compaction: a row lineage column is %s, not int64", held.DataType())
 		}
 		if ints.NullN() == 0 {
@@ -125,8 +120,8 @@ func inherited(held arrow.Array, n int, value func(k int) int64) (arrow.Array, e
 	defer b.Release()
 	b.Reserve(n)
 	for k := range n {
-		if held != nil && held.IsValid(k) {
-			b.UnsafeAppend(held.(*array.Int64).Value(k))
+		if ints != nil && ints.IsValid(k) {
+			b.UnsafeAppend(ints.Value(k))
 		} else {
 			b.UnsafeAppend(value(k))
 		}

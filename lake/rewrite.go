@@ -297,7 +297,7 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 // to epoch commits. Any other file is read through iceberg-go, which
 // projects it onto the table's schema.
 func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask, schema *arrow.Schema) (iter.Seq2[arrow.RecordBatch, error], error) {
-	pr, err := openPlainReader(fsys, tk.File.FilePath(), schema, tbl.Schema())
+	pr, _, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{schema, tbl.Schema()})
 	if err != nil {
 		return nil, err
 	}
@@ -332,9 +332,17 @@ func plainRecords(ctx context.Context, pr *parquetReader, schema *arrow.Schema) 
 	}
 }
 
-// openPlainReader opens the Parquet file at path for readTask, or returns
-// nil when its columns are not schema's, the Arrow form of ice.
-func openPlainReader(fsys icebergio.IO, path string, schema *arrow.Schema, ice *iceberg.Schema) (*parquetReader, error) {
+// columnsForm is a set of columns a data file may have: an Iceberg schema
+// and its Arrow form.
+type columnsForm struct {
+	arrow *arrow.Schema
+	ice   *iceberg.Schema
+}
+
+// openPlainReader opens the Parquet file at path for readTask, with the
+// first of forms whose columns are the file's; it returns nil when none
+// is.
+func openPlainReader(fsys icebergio.IO, path string, forms ...columnsForm) (*parquetReader, *arrow.Schema, error) {
 	// A column's stream buffers min(1 MiB, its chunk) and grows to hold a
 	// larger page, so it never holds more than the unbuffered reader's
 	// whole chunk; on object storage each refill is one ranged read.
@@ -343,14 +351,17 @@ func openPlainReader(fsys icebergio.IO, path string, schema *arrow.Schema, ice *
 	props.BufferSize = 1 << 20
 	pr, err := openParquetReader(fsys, path, rewriteBatchRows, props)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fileSchema, err := pr.fr.Schema()
-	if err != nil || !sameColumns(fileSchema, schema, ice) {
-		pr.close()
-		return nil, nil
+	if fileSchema, err := pr.fr.Schema(); err == nil {
+		for _, f := range forms {
+			if sameColumns(fileSchema, f.arrow, f.ice) {
+				return pr, f.arrow, nil
+			}
+		}
 	}
-	return pr, nil
+	pr.close()
+	return nil, nil, nil
 }
 
 // sameColumns says whether a file's Arrow schema has the columns of want,

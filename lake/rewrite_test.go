@@ -285,7 +285,7 @@ func TestCompactReadsFilesOfOlderSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, err := openPlainReader(fsys, tk.File.FilePath(), sc, tb.Iceberg().Schema())
+		pr, _, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{sc, tb.Iceberg().Schema()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -453,12 +453,9 @@ func (b *Buffer) Split(move func(cdcsync.TableID) bool, carriedFrom int64) *Buff
 			nb.spilled[id] = sid
 			delete(b.spilled, id)
 		}
-		if nb.from == nil {
-			nb.from = map[cdcsync.TableID]int64{}
-		}
-		nb.from[id] = carriedFrom
+		nb.Late(id, carriedFrom)
 		if f := b.from[id]; f != 0 {
-			nb.from[id] = f
+			nb.Late(id, f)
 			delete(b.from, id)
 		}
 	}
@@ -477,14 +474,14 @@ func (b *Buffer) Late(table cdcsync.TableID, from int64) {
 }
 
 // From returns the first epoch whose transactions the table's share of
-// the buffer holds when they were carried over from an earlier one
-// (Split); 0 otherwise.
+// the buffer holds when they belong to an earlier epoch (Split, Late); 0
+// otherwise.
 func (b *Buffer) From(table cdcsync.TableID) int64 {
 	return b.from[table]
 }
 
-// Carries reports whether the buffer holds changes carried over from an
-// earlier epoch (Split).
+// Carries reports whether the buffer holds changes of an earlier epoch
+// (Split, Late).
 func (b *Buffer) Carries() bool { return len(b.from) > 0 }
 
 // Spilled returns the tables Spill wrote part of.

@@ -33,19 +33,10 @@ func TestSlowCommitKeepsTheStream(t *testing.T) {
 	e.exec("SET GLOBAL net_write_timeout = 5")
 	t.Cleanup(func() { e.exec(fmt.Sprintf("SET GLOBAL net_write_timeout = %d", was)) })
 
-	// The table's first two commits start and end the initial copy; the
-	// third, the first epoch of the load, is held. (A delay at the checkpoint, after
-	// the table committed, holds nothing back any more: the next epoch
-	// commits meanwhile.)
-	p := e.start("CDCSYNC_DELAY=before-commit@" + dbName + ".docs:25s:3")
-	e.waitCaughtUp(p, time.Minute)
-	held := p.waitFor("delay injection: sleeping", time.Minute)
-	e.exec(fmt.Sprintf("INSERT INTO %s.docs VALUES (2, 0, 'second')", dbName))
-	select {
-	case <-held:
-	case <-p.done:
-		t.Fatalf("cdcsync exited; output:\n%s", p.output())
-	}
+	// The table's commit is held, not the checkpoint: a delay at the
+	// checkpoint, after the table committed, holds nothing back any more
+	// (the next epoch commits meanwhile).
+	p := e.startHeld("docs", 25*time.Second, fmt.Sprintf("INSERT INTO %s.docs VALUES (2, 0, 'second')", dbName))
 	start := time.Now()
 	for i := 0; i < 400; i++ {
 		// About 96 KiB of row image per transaction, changing rows
@@ -84,17 +75,7 @@ func TestSlowTableDoesNotHoldTheOthers(t *testing.T) {
 		e.exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, 0)", dbName, name))
 	}
 	const hold = 20 * time.Second
-	p := e.start(fmt.Sprintf("CDCSYNC_DELAY=before-commit@%s.slow:%s:3", dbName, hold))
-	e.waitCaughtUp(p, time.Minute)
-	held := p.waitFor("delay injection: sleeping", time.Minute)
-	e.exec(fmt.Sprintf("UPDATE %s.slow SET v = v + 1 WHERE id = 1", dbName))
-	select {
-	case <-held:
-	case <-p.done:
-		t.Fatalf("cdcsync exited; output:\n%s", p.output())
-	case <-time.After(time.Minute):
-		t.Fatalf("the commit of %s.slow was not held; output:\n%s", dbName, p.output())
-	}
+	p := e.startHeld("slow", hold, fmt.Sprintf("UPDATE %s.slow SET v = v + 1 WHERE id = 1", dbName))
 	start := time.Now()
 	for i := 0; i < 20; i++ {
 		e.exec(fmt.Sprintf("INSERT INTO %s.fast VALUES (?, ?)", dbName), 100+i, i)
@@ -157,4 +138,24 @@ func TestSlowTableDoesNotHoldTheOthers(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("cdcsync exited %d; output:\n%s", code, p.output())
 	}
+}
+
+// startHeld starts cdcsync with the first epoch commit of table after its
+// initial copy (its first two commits start and end the copy) held for
+// hold, as a slow commit would take; it runs trigger, a statement that
+// changes the table, and returns once that commit is held.
+func (e *env) startHeld(table string, hold time.Duration, trigger string) *proc {
+	e.t.Helper()
+	p := e.start(fmt.Sprintf("CDCSYNC_DELAY=before-commit@%s.%s:%s:3", e.dbName, table, hold))
+	e.waitCaughtUp(p, time.Minute)
+	held := p.waitFor("delay injection: sleeping", time.Minute)
+	e.exec(trigger)
+	select {
+	case <-held:
+	case <-p.done:
+		e.t.Fatalf("cdcsync exited; output:\n%s", p.output())
+	case <-time.After(time.Minute):
+		e.t.Fatalf("the commit of %s.%s was not held; output:\n%s", e.dbName, table, p.output())
+	}
+	return p
 }

@@ -46,7 +46,7 @@ func newKeyColumns(sc *iceberg.Schema, ts *cdcsync.TableSchema) (keyColumns, err
 // order and calls fn with each row's position and key encoding (valid until
 // fn returns). Columns are found by their Iceberg field ids.
 func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyColumns, fn func(pos int64, key []byte) error) error {
-	pr, err := openParquetReader(fsys, path, 1<<16)
+	pr, err := openParquetReader(fsys, path, 1<<16, writeBuffers)
 	if err != nil {
 		return err
 	}
@@ -128,19 +128,24 @@ func readFileKeys(ctx context.Context, fsys icebergio.IO, path string, kc keyCol
 }
 
 // eachPositionDelete calls fn with every (path, position) of the position
-// delete file or deletion vector del, until fn returns false.
+// delete file or deletion vector del, until fn returns false. fn may keep
+// the path.
 func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
+	return eachPositionDeleteWith(ctx, fsys, del, writeBuffers, fn)
+}
+
+// eachPositionDeleteWith is eachPositionDelete reading into mem.
+func eachPositionDeleteWith(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, mem memory.Allocator, fn func(path string, pos int64) bool) error {
 	if table.IsDeletionVector(del) {
 		return eachDVDelete(fsys, del, fn)
 	}
-	pr, err := openParquetReader(fsys, del.FilePath(), 1<<16)
+	pr, err := openParquetReader(fsys, del.FilePath(), 1<<16, mem)
 	if err != nil {
 		return err
 	}
 	defer pr.close()
-	pf, fr := pr.pf, pr.fr
 	pathCol, posCol := -1, -1
-	sch := pf.MetaData().Schema
+	sch := pr.pf.MetaData().Schema
 	for c := 0; c < sch.NumColumns(); c++ {
 		switch int(sch.Column(c).SchemaNode().FieldID()) {
 		case iceberg.PositionalDeleteSchema.Field(0).ID:
@@ -152,7 +157,12 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 	if pathCol < 0 || posCol < 0 {
 		return fmt.Errorf("position delete file %s has no file_path or pos column", del.FilePath())
 	}
-	rr, err := fr.GetRecordReader(ctx, []int{pathCol, posCol}, nil)
+	// The paths repeat (a file's rows are in path order): read as a
+	// dictionary, each is decoded once a batch instead of once a row.
+	if err := pr.readDict(pathCol); err != nil {
+		return fmt.Errorf("read %s: %w", del.FilePath(), err)
+	}
+	rr, err := pr.fr.GetRecordReader(ctx, []int{pathCol, posCol}, nil)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", del.FilePath(), err)
 	}
@@ -161,15 +171,28 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 	if pathCol > posCol {
 		first = 1
 	}
+	var last string // the path of the previous row, fn's to keep
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		paths, ok1 := rec.Column(first).(*array.String)
+		paths, ok1 := rec.Column(first).(*array.Dictionary)
 		poss, ok2 := rec.Column(1 - first).(*array.Int64)
+		var dict *array.String
+		if ok1 {
+			dict, ok1 = paths.Dictionary().(*array.String)
+		}
 		if !ok1 || !ok2 {
 			return fmt.Errorf("position delete file %s has columns of types %s and %s, want string and int64", del.FilePath(), rec.Column(first).DataType(), rec.Column(1-first).DataType())
 		}
 		for r := 0; r < paths.Len(); r++ {
-			if !fn(paths.Value(r), poss.Value(r)) {
+			if paths.IsNull(r) {
+				return fmt.Errorf("position delete file %s: row %d has no file_path", del.FilePath(), r)
+			}
+			// The reader's buffers are recycled (writeBuffers): fn gets
+			// a copy, made once for each run of rows of a path.
+			if v := dict.Value(paths.GetValueIndex(r)); v != last {
+				last = strings.Clone(v)
+			}
+			if !fn(last, poss.Value(r)) {
 				return nil
 			}
 		}
@@ -282,14 +305,19 @@ func sameIDs(a, b []int) bool {
 
 // parquetReader is a Parquet file open for reading as Arrow.
 type parquetReader struct {
-	f  icebergio.File
-	pf *file.Reader
-	fr *pqarrow.FileReader
+	f   icebergio.File
+	pf  *file.Reader
+	fr  *pqarrow.FileReader
+	mem memory.Allocator
 }
 
 // openParquetReader opens the Parquet file at path, to read it in batches
-// of batch rows; props, when set, are the reader's properties.
-func openParquetReader(fsys icebergio.IO, path string, batch int64, props ...*parquet.ReaderProperties) (*parquetReader, error) {
+// of batch rows into Arrow buffers from mem; props, when set, are the
+// reader's properties. With writeBuffers, the buffers are recycled when
+// released: a value kept past its record's Release must be a copy.
+// Records handed to iceberg-go's writers must not be: its partitioned
+// writer keeps string partition values that point into them.
+func openParquetReader(fsys icebergio.IO, path string, batch int64, mem memory.Allocator, props ...*parquet.ReaderProperties) (*parquetReader, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -303,13 +331,31 @@ func openParquetReader(fsys icebergio.IO, path string, batch int64, props ...*pa
 		f.Close()
 		return nil, fmt.Errorf("read the Parquet footer of %s: %w", path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, memory.DefaultAllocator)
-	if err != nil {
-		pf.Close()
-		f.Close()
+	r := &parquetReader{f: f, pf: pf, mem: mem}
+	if err := r.newArrowReader(pqarrow.ArrowReadProperties{BatchSize: batch}); err != nil {
+		r.close()
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return &parquetReader{f: f, pf: pf, fr: fr}, nil
+	return r, nil
+}
+
+func (r *parquetReader) newArrowReader(props pqarrow.ArrowReadProperties) error {
+	fr, err := pqarrow.NewFileReader(r.pf, props, r.mem)
+	if err != nil {
+		return err
+	}
+	r.fr = fr
+	return nil
+}
+
+// readDict makes the Arrow reader read the leaf columns cols as
+// dictionary arrays.
+func (r *parquetReader) readDict(cols ...int) error {
+	props := r.fr.Props
+	for _, c := range cols {
+		props.SetReadDict(c, true)
+	}
+	return r.newArrowReader(props)
 }
 
 func (r *parquetReader) close() {

@@ -153,3 +153,76 @@ func TestPartitionTupleEncoding(t *testing.T) {
 		t.Error("an unknown type encoded")
 	}
 }
+
+// TestPositionDeletePathsOutliveTheReader: the paths eachPositionDelete
+// hands over stay right after the reader's buffers are recycled (callers
+// keep them as map keys); with a poisoned pool, a path that pointed into
+// them would read 0xA5.
+func TestPositionDeletePathsOutliveTheReader(t *testing.T) {
+	ctx := context.Background()
+	lk := openLake(t, partitionedConfig(t, t.TempDir(), ""))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []cdcsync.Row
+	for e := int64(1); e <= 3; e++ {
+		var rows []cdcsync.Row
+		for i := range int64(100) {
+			rows = append(rows, orderRow(100*e+i, i%7, fmt.Sprint("v", e)))
+		}
+		if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, nil, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rows...)
+	}
+	// One epoch updates every other row of the three files.
+	var ups []cdcsync.Row
+	for i, r := range all {
+		if i%2 == 0 {
+			ups = append(ups, cdcsync.Row{r[0], r[1], "again"})
+		}
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 4, Pos: pos(4)}, ups, ups, nil); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]bool{}
+	dels := map[string]iceberg.DataFile{}
+	for _, tk := range tasks {
+		data[tk.File.FilePath()] = true
+		for _, d := range tk.DeleteFiles {
+			dels[d.FilePath()] = d
+		}
+	}
+	if len(dels) == 0 {
+		t.Fatal("the update wrote no position delete file")
+	}
+	fsys, err := tb.Iceberg().FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &bufPool{poison: true}
+	kept := map[string]int{}
+	for _, d := range dels {
+		if err := eachPositionDeleteWith(ctx, fsys, d, pool, func(path string, _ int64) bool {
+			kept[path]++
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for path, c := range kept {
+		if !data[path] {
+			t.Errorf("a kept path reads %q, not one of the table's data files", path)
+		}
+		n += c
+	}
+	if n != len(ups) || len(kept) != 3 {
+		t.Fatalf("%d deletes over %d files, want %d over 3", n, len(kept), len(ups))
+	}
+}

@@ -349,7 +349,7 @@ func openPlainReader(fsys icebergio.IO, path string, forms ...columnsForm) (*par
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	pr, err := openParquetReader(fsys, path, rewriteBatchRows, props)
+	pr, err := openParquetReader(fsys, path, rewriteBatchRows, memory.DefaultAllocator, props)
 	if err != nil {
 		return nil, nil, err
 	}

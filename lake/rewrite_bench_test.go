@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -173,4 +174,60 @@ func peakLive(f func()) (uint64, time.Duration) {
 	close(stop)
 	<-sampled
 	return peak.Load(), cpu
+}
+
+// BenchmarkReadPositionDeletes reads the position delete files of five
+// epochs of 50,000 updates each (eachPositionDelete, as compaction and the
+// key index do) and reports the cost per delete row.
+func BenchmarkReadPositionDeletes(b *testing.B) {
+	const rows, epochs, perEpoch = 250_000, 5, 50_000
+	_, t := benchTable(b)
+	ctx := context.Background()
+	if err := t.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, benchRows(rows), nil); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for e := int64(2); e <= epochs+1; e++ {
+		ups := make([]cdcsync.Row, 0, perEpoch)
+		for _, id := range r.Perm(rows)[:perEpoch] {
+			ups = append(ups, benchRow(int64(id)+1, r))
+		}
+		if err := t.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, ups, ups, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tasks, err := t.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dels := map[string]iceberg.DataFile{}
+	for _, tk := range tasks {
+		for _, d := range tk.DeleteFiles {
+			dels[d.FilePath()] = d
+		}
+	}
+	if len(dels) != epochs {
+		b.Fatalf("%d position delete files, want %d", len(dels), epochs)
+	}
+	fsys, err := t.Iceberg().FS(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuNow()
+	for i := 0; i < b.N; i++ {
+		n := 0
+		for _, d := range dels {
+			if err := eachPositionDelete(ctx, fsys, d, func(string, int64) bool { n++; return true }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n != epochs*perEpoch {
+			b.Fatalf("read %d deletes, want %d", n, epochs*perEpoch)
+		}
+	}
+	perRow(b, epochs*perEpoch, ms, time.Since(start), cpuNow()-cpu0, 0)
 }

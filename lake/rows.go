@@ -3,6 +3,7 @@ package lake
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -235,6 +236,17 @@ func rowsFromBatch(rec arrow.RecordBatch, ts *cdcsync.TableSchema) ([]cdcsync.Ro
 	}
 	for c := 0; c < int(rec.NumCols()); c++ {
 		col := rec.Column(c)
+		if s, ok := col.(*array.String); ok {
+			// The rows outlive rec, whose buffers may be recycled
+			// (openParquetReader): one copy of the column's text.
+			vals := ownStrings(s)
+			for r := range rows {
+				if !s.IsNull(r) {
+					rows[r][idx[c]] = vals[r]
+				}
+			}
+			continue
+		}
 		for r := range rows {
 			if col.IsNull(r) {
 				continue
@@ -243,12 +255,28 @@ func rowsFromBatch(rec arrow.RecordBatch, ts *cdcsync.TableSchema) ([]cdcsync.Ro
 			if err != nil {
 				return nil, fmt.Errorf("column %s: %w", rec.ColumnName(c), err)
 			}
+			if s, ok := v.(string); ok {
+				v = strings.Clone(s)
+			}
 			rows[r][idx[c]] = v
 		}
 	}
 	return rows, nil
 }
 
+// ownStrings returns the values of a, which share one copy of a's text.
+func ownStrings(a *array.String) []string {
+	text := string(a.ValueBytes())
+	offs := a.ValueOffsets()
+	out := make([]string, a.Len())
+	for i := range out {
+		out[i] = text[offs[i]-offs[0] : offs[i+1]-offs[0]]
+	}
+	return out
+}
+
+// arrowValue returns the value of row i of a. A string is a's own memory,
+// valid until a is released; binary values are copies.
 func arrowValue(a arrow.Array, i int) (any, error) {
 	switch a := a.(type) {
 	case *array.Int32:

@@ -418,7 +418,7 @@ func (t *Table) dropPendingRows(ctx context.Context, s *spill, state pkindex.Sta
 // copyWithout writes the data file at path less the rows at the positions
 // gone (ascending) to newPath, and returns the new file and its rows.
 func (t *Table) copyWithout(ctx context.Context, w *fileWriter, path, newPath string, gone []int64, values partitionRecord) (iceberg.DataFile, int64, error) {
-	pr, err := openParquetReader(w.fs, path, 1<<14)
+	pr, err := openParquetReader(w.fs, path, 1<<14, writeBuffers)
 	if err != nil {
 		return nil, 0, err
 	}

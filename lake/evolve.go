@@ -772,7 +772,7 @@ func (t *Table) rewriteStagedRows(ctx context.Context, tbl *table.Table, nt *Tab
 		files []iceberg.DataFile
 		n     int64
 	)
-	err = inChunks(recs, t.Schema, mapRow, func(rows []cdcsync.Row) error {
+	err = inChunks(recs, t.Schema, nil, mapRow, func(rows []cdcsync.Row) error {
 		fs, err := nt.writeFiles(ctx, tbl, nt.stageFile, rows, nil)
 		files = append(files, fs...)
 		n += int64(len(rows))

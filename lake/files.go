@@ -632,7 +632,7 @@ func parquetProps(p iceberg.Properties, l *rowLayout) *parquet.WriterProperties 
 	}
 	opts := []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithCompressionLevel(level), parquet.WithStats(true)}
 	for i, f := range l.schema.Fields() {
-		if largeValues(&l.table.Columns[l.cols[i]]) {
+		if c := l.cols[i]; c < len(l.table.Columns) && largeValues(&l.table.Columns[c]) { // past them: row lineage
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
 )
 
 // Row lineage (format v3, dv mode): every row has a _row_id, unique in the
@@ -49,6 +52,33 @@ func newLineageSchema(tbl *table.Table, read *arrow.Schema) (*lineageSchema, err
 		}
 	}
 	return &lineageSchema{plain: read, out: out, ice: ice}, nil
+}
+
+// lineageColumns are the row lineage columns, in the order a row holds
+// them after the table's columns (rowsFromBatch, withLineage).
+var lineageColumns = []string{iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberColumnName}
+
+// withLineage returns out writing files that also hold each row's
+// _row_id and _last_updated_sequence_number, fed by the two values a row
+// holds past ts's columns (rowsFromBatch with lineageColumns). A rewrite
+// that moves rows through the epoch writer (staged rows) keeps their
+// lineage this way, as rewriteGroup does.
+func withLineage(out *fileOut, ts *cdcsync.TableSchema, props iceberg.Properties) (*fileOut, error) {
+	ice := iceberg.SchemaWithRowLineage(out.schema)
+	as, err := table.SchemaToArrowSchemaWithOptions(ice, table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: props})
+	if err != nil {
+		return nil, fmt.Errorf("the row lineage schema of %s: %w", ts.ID, err)
+	}
+	n := out.layout.schema.NumFields()
+	if as.NumFields() != n+2 || fieldID(as.Field(n)) != iceberg.RowIDFieldID || fieldID(as.Field(n+1)) != iceberg.LastUpdatedSequenceNumberFieldID {
+		return nil, fmt.Errorf("the row lineage schema of %s has %d fields, not its %d and the two of row lineage", ts.ID, as.NumFields(), n)
+	}
+	l := *out.layout
+	l.schema = arrow.NewSchema(append(slices.Clone(l.schema.Fields()), as.Field(n), as.Field(n+1)), nil)
+	l.cols = append(slices.Clone(l.cols), len(ts.Columns), len(ts.Columns)+1)
+	o := *out
+	o.layout, o.schema = &l, ice
+	return &o, nil
 }
 
 func fieldID(f arrow.Field) int {

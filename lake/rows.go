@@ -3,6 +3,7 @@ package lake
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -221,18 +222,22 @@ func decimalFromCanonical(s string, prec, scale int32) (decimal128.Num, bool) {
 }
 
 // rowsFromBatch converts a record batch read from Iceberg back to canonical
-// rows with the given number of columns; fields map to row indexes by name.
-func rowsFromBatch(rec arrow.RecordBatch, ts *cdcsync.TableSchema) ([]cdcsync.Row, error) {
+// rows of ts; fields map to row indexes by name. The fields named extra
+// (row lineage) follow the table's columns, in that order.
+func rowsFromBatch(rec arrow.RecordBatch, ts *cdcsync.TableSchema, extra ...string) ([]cdcsync.Row, error) {
 	idx := make([]int, rec.NumCols())
 	for i, f := range rec.Schema().Fields() {
 		idx[i] = ts.ColumnIndex(f.Name)
+		if j := slices.Index(extra, f.Name); idx[i] < 0 && j >= 0 {
+			idx[i] = len(ts.Columns) + j
+		}
 		if idx[i] < 0 {
 			return nil, fmt.Errorf("column %s is not in %s", f.Name, ts.ID)
 		}
 	}
 	rows := make([]cdcsync.Row, rec.NumRows())
 	for r := range rows {
-		rows[r] = make(cdcsync.Row, len(ts.Columns))
+		rows[r] = make(cdcsync.Row, len(ts.Columns)+len(extra))
 	}
 	for c := 0; c < int(rec.NumCols()); c++ {
 		col := rec.Column(c)

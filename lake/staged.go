@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -81,14 +82,14 @@ const stagedChunkBytes = 64 << 20
 // inChunks reads recs as rows of ts, maps each with mapRow (nil: as read)
 // and hands them to write about stagedChunkBytes at a time. write may not
 // keep the slice.
-func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema, mapRow func(cdcsync.Row) cdcsync.Row, write func([]cdcsync.Row) error) error {
+func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema, extra []string, mapRow func(cdcsync.Row) cdcsync.Row, write func([]cdcsync.Row) error) error {
 	var rows []cdcsync.Row
 	bytes := 0
 	for rec, err := range recs {
 		if err != nil {
 			return err
 		}
-		rs, err := rowsFromBatch(rec, ts)
+		rs, err := rowsFromBatch(rec, ts, extra...)
 		rec.Release()
 		if err != nil {
 			return err
@@ -128,7 +129,16 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
-	rd, err := readLive(ctx, tbl, whole, shared, false)
+	// A v3 table's rows keep their row lineage: read with each row's
+	// _row_id and _last_updated_sequence_number, and written with them.
+	lineage := tbl.Metadata().Version() >= 3 && !slices.ContainsFunc(whole.Tasks, func(tk table.FileScanTask) bool {
+		return tk.FirstRowID == nil || tk.DataSequenceNumber == nil // a file from before an upgrade to v3
+	})
+	rd, err := readLive(ctx, tbl, whole, shared, lineage)
+	if errors.Is(err, errNoKeyFilter) && lineage {
+		lineage = false // a file of another schema: the rows get new ids
+		rd, err = readLive(ctx, tbl, whole, shared, false)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -140,6 +150,19 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	}()
 	out := *t.partFile
 	out.stage = t.stageFile
+	var extra []string
+	if lineage {
+		part, err := withLineage(t.partFile, t.Schema, tbl.Metadata().Properties())
+		if err != nil {
+			return res, err
+		}
+		stage, err := withLineage(t.stageFile, t.Schema, tbl.Metadata().Properties())
+		if err != nil {
+			return res, err
+		}
+		out, out.stage = *part, stage
+		extra = lineageColumns
+	}
 	budget := maxFiles
 	split := func(groups []*group) ([]*group, *group) {
 		if maxFiles <= 0 || len(groups) <= budget {
@@ -150,7 +173,7 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		budget -= len(kept)
 		return kept, staged
 	}
-	if err := inChunks(rd.records, t.Schema, nil, func(rows []cdcsync.Row) error {
+	if err := inChunks(rd.records, t.Schema, extra, nil, func(rows []cdcsync.Row) error {
 		var locs []rowLoc
 		if moved != nil {
 			locs = make([]rowLoc, len(rows))
@@ -159,6 +182,14 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		res.NewDataFiles = append(res.NewDataFiles, files...)
 		if err != nil {
 			return err
+		}
+		if extra != nil { // the keys are of the table's columns alone
+			n := len(t.Schema.Columns)
+			keyed := make([]cdcsync.Row, len(rows))
+			for i, r := range rows {
+				keyed[i] = r[:n:n]
+			}
+			rows = keyed
 		}
 		return moved.add(t.Schema, files, rows, locs)
 	}); err != nil {

@@ -302,7 +302,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 				return res.Yielded
 			})
 		} else {
-			gr, rm, err = rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
+			gr, rm, err = t.rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}
 		if errors.Is(err, errNoKeyFilter) {
 			gr, err = table.ExecuteCompactionGroup(ctx, base, g, compactionGroupOptions(o.TargetFileSize)...)

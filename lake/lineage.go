@@ -92,8 +92,8 @@ func fieldID(f arrow.Field) int {
 // columns, with the lineage columns (a file a rewrite wrote) or without
 // (an epoch's); any other file (an older schema) through iceberg-go's
 // scan, which brings the lineage it holds.
-func (l *lineageSchema) read(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask) (iter.Seq2[arrow.RecordBatch, error], error) {
-	pr, as, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{l.out, l.ice}, columnsForm{l.plain, tbl.Schema()})
+func (l *lineageSchema) read(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask, mem memory.Allocator) (iter.Seq2[arrow.RecordBatch, error], error) {
+	pr, as, err := openPlainReader(fsys, tk.File.FilePath(), mem, columnsForm{l.out, l.ice}, columnsForm{l.plain, tbl.Schema()})
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func TestRewriteGroupKeepsRowLineage(t *testing.T) {
 		}
 		ours, theirs := map[int64]lineage{}, map[int64]lineage{}
 		for _, g := range groups {
-			res, _, err := rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
+			res, _, err := e.tbl.rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
 			if err != nil {
 				t.Fatalf("round %d: rewriteGroup: %v (it must handle a v3 group with deletion vectors itself)", round, err)
 			}

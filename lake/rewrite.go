@@ -49,7 +49,9 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 
 // rewriteGroup rewrites one compaction group: its data files' rows that no
 // equality or position delete of the group applies to, written as
-// target-sized files.
+// target-sized files: by cdcsync's writer when the group is of the current
+// partition spec and the table has no sort order (writeCompacted), else by
+// iceberg-go's.
 //
 // iceberg-go's ExecuteCompactionGroup applies the deletes through a scan
 // that builds, and keeps until it ends, one key set per distinct
@@ -71,7 +73,7 @@ func compactionGroupOptions(targetFileSize int64) []table.CompactionGroupOption 
 // It also returns where the rows went (nil when that is not known), which
 // lets a compaction that ran next to epoch commits carry their position
 // deletes over to the new files (rebase.go).
-func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, *rowMap, error) {
+func (t *Table) rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, targetFileSize int64, shared *sharedDeletes) (table.CompactionGroupResult, *rowMap, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	// A v3 table's rows keep their lineage (_row_id and
 	// _last_updated_sequence_number) through the rewrite; a group with a
@@ -89,22 +91,46 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 			return res, nil, errNoKeyFilter
 		}
 	}
-	rd, err := readLive(ctx, tbl, g, shared, lineage)
+	// cdcsync's writer takes the group when it can (compactionOut); its
+	// batches then come from recycled buffers, which iceberg-go's writer
+	// must not be given (openParquetReader).
+	out, values, err := t.compactionOut(tbl, g, lineage)
 	if err != nil {
 		return res, nil, err
 	}
-	opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
-	if targetFileSize > 0 {
-		opts = append(opts, table.WithTargetFileSize(targetFileSize))
+	mem := memory.Allocator(memory.DefaultAllocator)
+	if out != nil {
+		mem = writeBuffers
 	}
-	if lineage {
-		opts = append(opts, table.WithPreserveRowLineage(iceberg.SchemaWithRowLineage(tbl.Schema())))
+	rd, err := readLive(ctx, tbl, g, shared, lineage, mem)
+	if err == nil && out != nil && !sameTypes(rd.schema, out.layout.schema) {
+		out, mem = nil, memory.DefaultAllocator
+		rd, err = readLive(ctx, tbl, g, shared, lineage, mem)
 	}
-	for df, err := range table.WriteRecords(ctx, tbl, rd.schema, rd.records, opts...) {
+	if err != nil {
+		return res, nil, err
+	}
+	if out != nil {
+		res.NewDataFiles, err = t.writeCompacted(ctx, tbl, out, values, rd, targetFileSize)
 		if err != nil {
 			return res, nil, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
 		}
-		res.NewDataFiles = append(res.NewDataFiles, df)
+	} else {
+		opts := []table.WriteRecordOption{table.WithClusteredWrite(), table.WithRecordBatchBufferSize(rewriteQueuedBatches), table.WithParquetRowGroupLimit(rewriteRowGroupRows)}
+		if targetFileSize > 0 {
+			opts = append(opts, table.WithTargetFileSize(targetFileSize))
+		}
+		if lineage {
+			opts = append(opts, table.WithPreserveRowLineage(iceberg.SchemaWithRowLineage(tbl.Schema())))
+		}
+		for df, err := range table.WriteRecords(ctx, tbl, rd.schema, rd.records, opts...) {
+			if err != nil {
+				return res, nil, fmt.Errorf("write compacted files for group %q: %w", g.PartitionKey, err)
+			}
+			res.NewDataFiles = append(res.NewDataFiles, df)
+		}
+	}
+	for _, df := range res.NewDataFiles {
 		res.BytesAfter += df.FileSizeBytes()
 	}
 	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
@@ -116,6 +142,131 @@ func rewriteGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 		res.SafeDeletionVectors = append(res.SafeDeletionVectors, tk.DeletionVectorFiles...)
 	}
 	return res, newRowMap(tbl, rd, res.NewDataFiles), nil
+}
+
+// compactionOut returns how cdcsync's writer writes the rows of group g
+// (with their lineage when lineage is set) and the group's partition; nil
+// when iceberg-go's must: a table with a sort order (iceberg-go sorts each
+// batch), files of an older partition spec (their rows may belong to
+// several partitions of the current one), or a table cdcsync has no
+// writer for.
+func (t *Table) compactionOut(tbl *table.Table, g table.CompactionTaskGroup, lineage bool) (*fileOut, partitionRecord, error) {
+	out := t.partFile
+	current := tbl.Metadata().PartitionSpec()
+	if out == nil || len(g.Tasks) == 0 || !tbl.SortOrder().IsUnsorted() || current.ID() != out.part.spec.ID() {
+		return nil, nil, nil
+	}
+	key := partitionKey(g.Tasks[0].File)
+	for _, tk := range g.Tasks {
+		if int(tk.File.SpecID()) != out.part.spec.ID() || partitionKey(tk.File) != key {
+			return nil, nil, nil
+		}
+	}
+	values, err := partitionTuple(tbl.Metadata(), g.Tasks[0].File)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lineage {
+		if out, err = withLineage(out, t.Schema, tbl.Metadata().Properties()); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, values, nil
+}
+
+// sameTypes says whether batches of schema got can be written as want:
+// the same field names, types and nullability, in order.
+func sameTypes(got, want *arrow.Schema) bool {
+	if got.NumFields() != want.NumFields() {
+		return false
+	}
+	for i, g := range got.Fields() {
+		w := want.Field(i)
+		if g.Name != w.Name || g.Nullable != w.Nullable || !arrow.TypeEqual(g.Type, w.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCompacted writes the rows rd yields into files of out in the
+// partition values, rolling to a new file once one holds target bytes
+// (the table's write.target-file-size-bytes when 0) after a batch, in row
+// groups of at most rewriteRowGroupRows rows. It releases each batch once written, so a
+// pooled reader's buffers go back to the pool. On an error nothing it
+// wrote is left behind.
+func (t *Table) writeCompacted(ctx context.Context, tbl *table.Table, out *fileOut, values partitionRecord, rd *liveReader, target int64) (files []iceberg.DataFile, err error) {
+	w, err := t.newFileWriter(ctx, tbl, out)
+	if err != nil {
+		return nil, err
+	}
+	if target > 0 {
+		w.target = target
+	}
+	partPath := ""
+	if w.part.partitioned() {
+		partPath = w.part.spec.PartitionToPath(values, w.part.schema)
+	}
+	select {
+	case w.slots <- struct{}{}: // one file open at a time
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-w.slots }()
+	var f *openFile
+	defer func() {
+		if f != nil {
+			f.abort(w.fs)
+		}
+		if err != nil {
+			t.removeFiles(ctx, tbl, files)
+			files = nil
+		}
+	}()
+	var groupRows int64
+	for rec, rerr := range rd.records {
+		// A batch is released here once written; on a return from
+		// inside the loop the reader releases it.
+		if rerr != nil {
+			return files, rerr
+		}
+		if f == nil {
+			if f, err = openParquet(w.fs, w.newPath(0, partPath), out.layout, w.props); err != nil {
+				return files, err
+			}
+			groupRows = 0
+		}
+		n := rec.NumRows()
+		as := array.NewRecordBatch(out.layout.schema, rec.Columns(), n)
+		err = f.pq.WriteBuffered(as)
+		as.Release()
+		if err != nil {
+			return files, fmt.Errorf("write %s: %w", f.path, err)
+		}
+		rec.Release()
+		groupRows += n
+		switch {
+		case f.size.n+f.pq.RowGroupTotalCompressedBytes() >= w.target:
+			df, err := w.close(f, values) // writes out the row group
+			if err != nil {
+				return files, err // f is removed by abort
+			}
+			f = nil
+			files = append(files, df)
+		case groupRows >= rewriteRowGroupRows:
+			f.pq.NewBufferedRowGroup() // writes out the full one
+			groupRows = 0
+		}
+	}
+	if f != nil {
+		df, err := w.close(f, values)
+		if err != nil {
+			return files, err
+		}
+		f = nil
+		files = append(files, df)
+	}
+	return files, nil
 }
 
 // liveReader streams the live rows of a compaction group's data files.
@@ -137,7 +288,7 @@ type liveReader struct {
 // _last_updated_sequence_number: read from the file where it has them,
 // else inherited from the file's first row id and data sequence number
 // (every task must have both), as the v3 spec defines them.
-func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, lineage bool) (*liveReader, error) {
+func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, lineage bool, mem memory.Allocator) (*liveReader, error) {
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	for _, tk := range g.Tasks {
 		for _, d := range tk.EqualityDeleteFiles {
@@ -224,9 +375,9 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 			plain.EqualityDeleteFiles, plain.DeleteFiles, plain.DeletionVectorFiles = nil, nil, nil
 			var recs iter.Seq2[arrow.RecordBatch, error]
 			if lin != nil {
-				recs, err = lin.read(ctx, tbl, fsys, plain)
+				recs, err = lin.read(ctx, tbl, fsys, plain, mem)
 			} else {
-				recs, err = readTask(ctx, tbl, fsys, plain, schema)
+				recs, err = readTask(ctx, tbl, fsys, plain, schema, mem)
 			}
 			if err != nil {
 				yield(nil, fmt.Errorf("read %s: %w", tk.File.FilePath(), err))
@@ -296,8 +447,8 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 // steady state's memory peak when the compaction of a large file ran next
 // to epoch commits. Any other file is read through iceberg-go, which
 // projects it onto the table's schema.
-func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask, schema *arrow.Schema) (iter.Seq2[arrow.RecordBatch, error], error) {
-	pr, _, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{schema, tbl.Schema()})
+func readTask(ctx context.Context, tbl *table.Table, fsys icebergio.IO, tk table.FileScanTask, schema *arrow.Schema, mem memory.Allocator) (iter.Seq2[arrow.RecordBatch, error], error) {
+	pr, _, err := openPlainReader(fsys, tk.File.FilePath(), mem, columnsForm{schema, tbl.Schema()})
 	if err != nil {
 		return nil, err
 	}
@@ -342,14 +493,14 @@ type columnsForm struct {
 // openPlainReader opens the Parquet file at path for readTask, with the
 // first of forms whose columns are the file's; it returns nil when none
 // is.
-func openPlainReader(fsys icebergio.IO, path string, forms ...columnsForm) (*parquetReader, *arrow.Schema, error) {
+func openPlainReader(fsys icebergio.IO, path string, mem memory.Allocator, forms ...columnsForm) (*parquetReader, *arrow.Schema, error) {
 	// A column's stream buffers min(1 MiB, its chunk) and grows to hold a
 	// larger page, so it never holds more than the unbuffered reader's
 	// whole chunk; on object storage each refill is one ranged read.
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	pr, err := openParquetReader(fsys, path, rewriteBatchRows, memory.DefaultAllocator, props)
+	pr, err := openParquetReader(fsys, path, rewriteBatchRows, mem, props)
 	if err != nil {
 		return nil, nil, err
 	}

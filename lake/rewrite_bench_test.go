@@ -63,7 +63,7 @@ func BenchmarkCompactEpochs(b *testing.B) {
 		rewrite func() (table.CompactionGroupResult, error)
 	}{
 		{"cdcsync", func() (table.CompactionGroupResult, error) {
-			gr, _, err := rewriteGroup(ctx, t.Iceberg(), groups[0], 0, nil)
+			gr, _, err := t.rewriteGroup(ctx, t.Iceberg(), groups[0], 0, nil)
 			return gr, err
 		}},
 		{"iceberg-go", func() (table.CompactionGroupResult, error) {

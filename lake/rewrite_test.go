@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -131,7 +132,7 @@ func TestRewriteGroup(t *testing.T) {
 			}
 			var ours, theirs []cdcsync.Row
 			for _, g := range groups {
-				res, _, err := rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
+				res, _, err := tb.rewriteGroup(ctx, base, g, o.TargetFileSize, nil)
 				if err != nil {
 					t.Fatalf("rewriteGroup: %v (it must handle this group itself)", err)
 				}
@@ -285,7 +286,7 @@ func TestCompactReadsFilesOfOlderSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, _, err := openPlainReader(fsys, tk.File.FilePath(), columnsForm{sc, tb.Iceberg().Schema()})
+		pr, _, err := openPlainReader(fsys, tk.File.FilePath(), memory.DefaultAllocator, columnsForm{sc, tb.Iceberg().Schema()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,5 +307,66 @@ func TestCompactReadsFilesOfOlderSchemas(t *testing.T) {
 	want := []cdcsync.Row{{int64(1), "a1", "b1", int64(10)}, {int64(2), "a2'", "b2'", int64(1) << 40}, {int64(3), "a3", "b3", nil}, {int64(4), "a4", nil, int64(4)}}
 	if got := readAll(t, lk, tb); !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows after compaction\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestCompactionWriterRollsFiles: cdcsync's compaction writer (groups in
+// the current spec) writes each partition's live rows into files that roll
+// once their written pages pass the target size, in row groups of at most
+// rewriteRowGroupRows rows, with the group's partition values: the table
+// reads back whole.
+func TestCompactionWriterRollsFiles(t *testing.T) {
+	ctx := context.Background()
+	tb, err := openLake(t, partitionedConfig(t, t.TempDir(), "", "day(created_at)")).EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[int64]cdcsync.Row{}
+	r := rand.New(rand.NewPCG(5, 5))
+	for e := int64(1); e <= 3; e++ {
+		var rows []cdcsync.Row
+		for i := range int64(70_000) {
+			id := (e-1)*70_000 + i + 1
+			// Two days; incompressible notes, so that files roll.
+			model[id] = orderRow(id, id%2, fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64()))
+			rows = append(rows, model[id])
+		}
+		if err := tb.Commit(ctx, Epoch{Number: e, Pos: pos(e)}, nil, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := testOpts()
+	o.Force, o.TargetFileSize = true, 256<<10
+	res, err := tb.Compact(ctx, o)
+	if err != nil || !res.Committed() {
+		t.Fatalf("Compact: %+v, %v", res, err)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+	tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tb.Iceberg().FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPart := map[string]int{}
+	for _, tk := range tasks {
+		df := tk.File
+		perPart[partitionKey(df)]++
+		pr, err := openParquetReader(fsys, df.FilePath(), 1<<16, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := pr.pf.MetaData()
+		for g := range md.NumRowGroups() {
+			if n := md.RowGroup(g).NumRows(); n > rewriteRowGroupRows {
+				t.Errorf("%s: row group %d holds %d rows, more than %d", df.FilePath(), g, n, rewriteRowGroupRows)
+			}
+		}
+		pr.close()
+	}
+	if len(perPart) != 2 || slices.Min(slices.Collect(maps.Values(perPart))) < 2 {
+		t.Fatalf("files per partition %v: want two partitions, each rolled over several files", perPart)
 	}
 }

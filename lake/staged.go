@@ -134,10 +134,12 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	lineage := tbl.Metadata().Version() >= 3 && !slices.ContainsFunc(whole.Tasks, func(tk table.FileScanTask) bool {
 		return tk.FirstRowID == nil || tk.DataSequenceNumber == nil // a file from before an upgrade to v3
 	})
-	rd, err := readLive(ctx, tbl, whole, shared, lineage)
+	// The rows are copied out of the batches (rowsFromBatch): the reader's
+	// buffers are recycled.
+	rd, err := readLive(ctx, tbl, whole, shared, lineage, writeBuffers)
 	if errors.Is(err, errNoKeyFilter) && lineage {
 		lineage = false // a file of another schema: the rows get new ids
-		rd, err = readLive(ctx, tbl, whole, shared, false)
+		rd, err = readLive(ctx, tbl, whole, shared, false, writeBuffers)
 	}
 	if err != nil {
 		return res, err

@@ -213,6 +213,10 @@ func (t *Table) writeCompacted(ctx context.Context, tbl *table.Table, out *fileO
 		return nil, ctx.Err()
 	}
 	defer func() { <-w.slots }()
+	// The next batches are read while one is written, as iceberg-go's
+	// writer does: reading and encoding each take a core.
+	batches, stopReading := readAhead(rd.records)
+	defer stopReading()
 	var f *openFile
 	defer func() {
 		if f != nil {
@@ -224,14 +228,14 @@ func (t *Table) writeCompacted(ctx context.Context, tbl *table.Table, out *fileO
 		}
 	}()
 	var groupRows int64
-	for rec, rerr := range rd.records {
-		// A batch is released here once written; on a return from
-		// inside the loop the reader releases it.
-		if rerr != nil {
-			return files, rerr
+	for b := range batches {
+		rec := b.rec
+		if b.err != nil {
+			return files, b.err
 		}
 		if f == nil {
 			if f, err = openParquet(w.fs, w.newPath(0, partPath), out.layout, w.props); err != nil {
+				rec.Release()
 				return files, err
 			}
 			groupRows = 0
@@ -240,10 +244,10 @@ func (t *Table) writeCompacted(ctx context.Context, tbl *table.Table, out *fileO
 		as := array.NewRecordBatch(out.layout.schema, rec.Columns(), n)
 		err = f.pq.WriteBuffered(as)
 		as.Release()
+		rec.Release()
 		if err != nil {
 			return files, fmt.Errorf("write %s: %w", f.path, err)
 		}
-		rec.Release()
 		groupRows += n
 		switch {
 		case f.size.n+f.pq.RowGroupTotalCompressedBytes() >= w.target:
@@ -267,6 +271,43 @@ func (t *Table) writeCompacted(ctx context.Context, tbl *table.Table, out *fileO
 		files = append(files, df)
 	}
 	return files, nil
+}
+
+// readBatch is a batch of a reader, or its error.
+type readBatch struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+// readAhead iterates recs in a goroutine, up to rewriteQueuedBatches
+// batches ahead of the caller, who owns (and releases) each batch it
+// receives. The channel closes after recs ends or yields an error. The
+// caller must call done when it stops receiving: it stops the goroutine
+// and releases the batches queued that nobody took.
+func readAhead(recs iter.Seq2[arrow.RecordBatch, error]) (batches <-chan readBatch, done func()) {
+	ch := make(chan readBatch, rewriteQueuedBatches)
+	stop := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for rec, err := range recs {
+			select {
+			case ch <- readBatch{rec, err}:
+				if err != nil {
+					return
+				}
+			case <-stop:
+				return // recs releases rec: the loop stopped it
+			}
+		}
+	}()
+	return ch, func() {
+		close(stop)
+		for b := range ch {
+			if b.rec != nil {
+				b.rec.Release()
+			}
+		}
+	}
 }
 
 // liveReader streams the live rows of a compaction group's data files.

@@ -255,10 +255,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	}
 	if len(deletes) == 0 && len(rows) == 0 {
 		// Only the copy's progress (an empty chunk, the end of the copy).
-		if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
-			return fmt.Errorf("record the copy progress of %s: %w", t.ID, err)
-		}
-		return t.finish(ctx, tx, e, base, t.summary(e, copying))
+		return t.commitEmpty(ctx, tx, e, base, copying)
 	}
 	data, dels, err := t.epochFiles(ctx, base, e, deletes, rows)
 	if err != nil {
@@ -268,7 +265,16 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if p := t.state.pending; p != nil {
 		superseded = p.superseded
 	}
-	err = t.commitFiles(ctx, tx, e, base, copying, data, dels, superseded)
+	if len(data) == 0 && len(dels) == 0 && len(superseded) == 0 {
+		// The epoch only deletes rows the table does not hold (another
+		// writer deleted them, or verify's repair found them gone): by
+		// position there is nothing to delete, and a row delta without a
+		// file is refused at every retry. Its snapshot records the
+		// position alone.
+		err = t.commitEmpty(ctx, tx, e, base, copying)
+	} else {
+		err = t.commitFiles(ctx, tx, e, base, copying, data, dels, superseded)
+	}
 	switch {
 	case err == nil:
 		if p := t.state.pending; p != nil && p.keys != nil {
@@ -282,6 +288,15 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		t.state.pending = nil
 	}
 	return err
+}
+
+// commitEmpty commits a snapshot of tx that adds no file and records e
+// (and the copy's progress).
+func (t *Table) commitEmpty(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, copying *cdcsync.CopyState) error {
+	if err := tx.AddFiles(ctx, nil, t.summary(e, copying), false); err != nil {
+		return fmt.Errorf("record epoch %d of %s: %w", e.Number, t.ID, err)
+	}
+	return t.finish(ctx, tx, e, base, t.summary(e, copying))
 }
 
 // commitFiles stages an epoch's row delta (data and delete files, and the

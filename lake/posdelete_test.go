@@ -186,10 +186,7 @@ func TestPositionDeletePathsOutliveTheReader(t *testing.T) {
 	if err := tb.Commit(ctx, Epoch{Number: 4, Pos: pos(4)}, ups, ups, nil); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks, fsys := planWithFS(t, tb.Iceberg())
 	data := map[string]bool{}
 	dels := map[string]iceberg.DataFile{}
 	for _, tk := range tasks {
@@ -200,10 +197,6 @@ func TestPositionDeletePathsOutliveTheReader(t *testing.T) {
 	}
 	if len(dels) == 0 {
 		t.Fatal("the update wrote no position delete file")
-	}
-	fsys, err := tb.Iceberg().FS(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	pool := &bufPool{poison: true}
 	kept := map[string]int{}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -272,14 +273,7 @@ func TestCompactReadsFilesOfOlderSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := tb.Iceberg().FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks, fsys := planWithFS(t, tb.Iceberg())
 	plain := map[int64]bool{} // by the file's row count: 3 before the change, 2 after
 	for _, tk := range tasks {
 		sc, err := readSchema(ctx, tb.Iceberg(), tk)
@@ -342,14 +336,7 @@ func TestCompactionWriterRollsFiles(t *testing.T) {
 		t.Fatalf("Compact: %+v, %v", res, err)
 	}
 	assertOrders(t, tb.Iceberg(), model)
-	tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := tb.Iceberg().FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks, fsys := planWithFS(t, tb.Iceberg())
 	perPart := map[string]int{}
 	for _, tk := range tasks {
 		df := tk.File
@@ -369,4 +356,19 @@ func TestCompactionWriterRollsFiles(t *testing.T) {
 	if len(perPart) != 2 || slices.Min(slices.Collect(maps.Values(perPart))) < 2 {
 		t.Fatalf("files per partition %v: want two partitions, each rolled over several files", perPart)
 	}
+}
+
+// planWithFS plans a scan of tbl's current snapshot and returns its tasks
+// and the table's file IO, to read the files with.
+func planWithFS(t *testing.T, tbl *table.Table) ([]table.FileScanTask, icebergio.IO) {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks, fsys
 }

@@ -37,7 +37,7 @@ var errNoKeyFilter = errors.New("the group needs iceberg-go's delete application
 const (
 	rewriteBatchRows     = 16384
 	rewriteQueuedBatches = 2
-	rewriteRowGroupRows  = 131072
+	rewriteRowGroupRows  = 65536
 )
 
 // compactionGroupOptions bound iceberg-go's ExecuteCompactionGroup alike.

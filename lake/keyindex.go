@@ -531,9 +531,20 @@ func (m *movedKeys) read(ctx context.Context, fsys icebergio.IO, df iceberg.Data
 		return nil
 	}
 	refs := m.refs(df)
+	first := true
 	err := readFileKeys(ctx, fsys, df.FilePath(), kc, func(pos int64, key []byte) error {
 		if pos >= int64(len(refs)) {
 			return fmt.Errorf("%s has more rows than its manifest entry says (%d)", df.FilePath(), len(refs))
+		}
+		if first {
+			// Room for the file's keys at once, if they are as long as its
+			// first (a fixed-width key): growing the arena a quarter at a
+			// time would copy it about four times over, garbage made while
+			// the compaction's buffers are at their peak.
+			first = false
+			if n := len(m.arena) + len(key)*len(refs); n < math.MaxUint32 {
+				m.arena = slices.Grow(m.arena, n-len(m.arena))
+			}
 		}
 		ref, ok := m.keep(key)
 		if !ok {

@@ -421,3 +421,38 @@ func TestResumedCopyIsMaintainedWhenItEnds(t *testing.T) {
 		}
 	}
 }
+
+// An epoch that holds rows of an initial copy seals at a quarter of
+// MaxBytes (copyEpochShare), so that the copy's two epochs in memory (one
+// filling, one committing) hold half of MaxBytes, not twice it.
+func TestCopyEpochsSealAtAShareOfMaxBytes(t *testing.T) {
+	const rows, chunk = 2000, 50
+	db := newFakeMySQL(rows)
+	perRow := cdcsync.Row{int64(1), int64(0)}.MemSize()
+	maxBytes := 800 * perRow
+	var sizes []int
+	sink := &sizingSink{icebergModel: icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}, sizes: &sizes}
+	p := New(sink, []Table{{Schema: items, Committed: mariaPos(0), Copy: &cdcsync.CopyState{}, CopyClean: true}}, 1, mariaPos(0),
+		Options{Order: order, Interval: time.Hour, MaxRows: 1 << 20, MaxBytes: maxBytes, Copy: CopyOptions{Source: db, ChunkRows: chunk, Workers: 2}}, quiet(), nil)
+	runUntilCopied(t, p)
+	sink.check(t, db)
+	limit := maxBytes/copyEpochShare/perRow + chunk // a chunk is merged whole before the check
+	for i, n := range sizes {
+		if n > limit {
+			t.Errorf("epoch %d of the copy holds %d rows, more than %d (a quarter of max_bytes, plus a chunk): %v", i+1, n, limit, sizes)
+		}
+	}
+	if len(sizes) < rows/limit {
+		t.Errorf("the copy committed %d epochs %v; want at least %d", len(sizes), sizes, rows/limit)
+	}
+}
+
+type sizingSink struct {
+	icebergModel
+	sizes *[]int
+}
+
+func (s *sizingSink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) error {
+	*s.sizes = append(*s.sizes, len(d.Rows))
+	return s.icebergModel.Commit(ctx, id, d)
+}

@@ -437,6 +437,16 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			p.copyEnded = false
 			return true
 		}
+		// An epoch that holds rows of an initial copy seals at a quarter
+		// of MaxBytes: the copy fills epochs as fast as it reads, so one
+		// epoch fills while the one before commits, and two full epochs
+		// (with the collector's headroom) were most of the copy's peak
+		// memory. Committing it in smaller epochs costs no more CPU per
+		// row; a catch-up keeps its large epochs, whose per-epoch costs
+		// (index lookups, commit, maintenance) it would pay more often.
+		if buf.Loaded > 0 && buf.Bytes >= p.opts.MaxBytes/copyEpochShare {
+			return true
+		}
 		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
 	}
 	// sealDue is set when the interval ran out inside a fragmented
@@ -1284,6 +1294,10 @@ func (p *Pipeline) catchingUp(buf *Buffer) bool {
 // while catching up, so that a lag that never ends (or a server clock far
 // behind cdcsync's) cannot starve it.
 const maxMaintenanceSkips = 10
+
+// copyEpochShare is the share of Options.MaxBytes at which an epoch holding
+// rows of an initial copy seals (see full in Run).
+const copyEpochShare = 4
 
 // commitRanks orders the tables of an epoch for its commit: a table
 // referenced by a cascading foreign key commits after the tables that

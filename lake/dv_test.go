@@ -325,15 +325,12 @@ func TestDVCompactionPlansBeforeTheLock(t *testing.T) {
 		n := e.epoch
 		set, del := []int64{3, 60, 7, 200}, []int64{4, 50}
 		d, r := e.change(set, "planned", del)
-		done := make(chan error, 1)
-		go func() { done <- e.tbl.Commit(ctx, Epoch{Number: n, Pos: pos(n)}, d, r, nil) }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("epoch %d after the compaction's plan: %v", n, err)
-			}
-		case <-time.After(20 * time.Second):
+		waited, err := commitWithin(ctx, e.tbl, n, d, r, 20*time.Second)
+		if waited {
 			t.Fatalf("epoch %d waited 20 s for a compaction that was only planning", n)
+		}
+		if err != nil {
+			t.Errorf("epoch %d after the compaction's plan: %v", n, err)
 		}
 		e.apply(set, "planned", del)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/cdcsync/cdcsync"
 )
 
 // dataFileRows returns the live data files of tbl's current snapshot with
@@ -185,17 +187,14 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 			n := e.epoch
 			v := fmt.Sprintf("%s-%d", point, i)
 			d, r := e.change(ch[0], v, ch[1])
-			done := make(chan error, 1)
-			go func() { done <- e.tbl.Commit(ctx, Epoch{Number: n, Pos: pos(n)}, d, r, nil) }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("epoch %d during the compaction: %v", n, err)
-				}
-			case <-time.After(20 * time.Second):
+			waited, err := commitWithin(ctx, e.tbl, n, d, r, 20*time.Second)
+			if waited {
 				blocked = true
 				t.Errorf("epoch %d waited 20 s for a compaction that was only reading and writing files", n)
 				return
+			}
+			if err != nil {
+				t.Errorf("epoch %d during the compaction: %v", n, err)
 			}
 			e.apply(ch[0], v, ch[1])
 		}
@@ -229,5 +228,19 @@ func TestPositionCompactionLetsEpochsCommit(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		e.randomEpoch(r, other, 210)
 		e.assertModel(other.current())
+	}
+}
+
+// commitWithin commits epoch n through tb and returns its error, or
+// waited when the commit did not return within limit (it goes on in the
+// background: a test fails then).
+func commitWithin(ctx context.Context, tb *Table, n int64, deletes, rows []cdcsync.Row, limit time.Duration) (waited bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- tb.Commit(ctx, Epoch{Number: n, Pos: pos(n)}, deletes, rows, nil) }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-time.After(limit):
+		return true, nil
 	}
 }

@@ -424,14 +424,20 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			job.result <- r
 		}()
 	}
-	// full also seals the epoch that completes a copy, so the copy ends
-	// (and /readyz turns) without waiting out the interval.
-	full := func() bool {
-		if buf == nil {
-			return false
-		}
-		if p.midTxn {
+	// atBudget says the open epoch holds MaxRows or MaxBytes: it seals, or
+	// is written out while the epoch before it commits (pressed in due).
+	atBudget := func() bool {
+		if buf == nil || p.midTxn {
 			return false // spilled instead (see spill), sealed after the transaction
+		}
+		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
+	}
+	// full says the open epoch should seal: at its budget, and also when
+	// it completes a copy, so the copy ends (and /readyz turns) without
+	// waiting out the interval.
+	full := func() bool {
+		if buf == nil || p.midTxn {
+			return false
 		}
 		if p.copyEnded {
 			p.copyEnded = false
@@ -444,10 +450,13 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 		// memory. Committing it in smaller epochs costs no more CPU per
 		// row; a catch-up keeps its large epochs, whose per-epoch costs
 		// (index lookups, commit, maintenance) it would pay more often.
+		// A copy epoch that cannot seal yet (the one before still
+		// commits) is not pressed for it: atBudget decides when it is
+		// written out.
 		if buf.Loaded > 0 && buf.Bytes >= p.opts.MaxBytes/copyEpochShare {
 			return true
 		}
-		return buf.Rows >= p.opts.MaxRows || buf.Bytes >= p.opts.MaxBytes
+		return atBudget()
 	}
 	// sealDue is set when the interval ran out inside a fragmented
 	// transaction, or while the epoch before still commits (due): the
@@ -557,9 +566,9 @@ func (p *Pipeline) Run(ctx context.Context, txns <-chan *cdcsync.Txn) error {
 			}
 			return nil
 		}
-		// full counts every byte the epoch took; once it spilled, what it
+		// atBudget counts every byte the epoch took; once it spilled, what it
 		// holds is what counts.
-		pressed := (len(buf.spilled) == 0 && full()) || buf.Held >= p.opts.MaxBytes
+		pressed := (len(buf.spilled) == 0 && atBudget()) || buf.Held >= p.opts.MaxBytes
 		if left := p.opts.SlowCommit - time.Since(jobs[0].since); left > 0 {
 			if !pressed {
 				return nil

@@ -89,14 +89,24 @@ const PropCommitted = "cdcsync.committed."
 // recordCommitted stages, in tx, the table property that repeats the epoch
 // commit's summary sum.
 func (t *Table) recordCommitted(tx *table.Transaction, sum iceberg.Properties) error {
-	b, err := json.Marshal(map[string]string(sum))
+	set, err := t.committedProps(sum)
 	if err != nil {
 		return err
 	}
-	if err := tx.SetProperties(iceberg.Properties{PropCommitted + t.pipeline: string(b)}); err != nil {
+	if err := tx.SetProperties(set); err != nil {
 		return fmt.Errorf("%s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// committedProps is the table property that records sum as the pipeline's
+// last commit.
+func (t *Table) committedProps(sum iceberg.Properties) (iceberg.Properties, error) {
+	b, err := json.Marshal(map[string]string(sum))
+	if err != nil {
+		return nil, err
+	}
+	return iceberg.Properties{PropCommitted + t.pipeline: string(b)}, nil
 }
 
 // Epoch identifies one commit of the pipeline.
@@ -273,7 +283,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 		// position alone.
 		err = t.commitEmpty(ctx, tx, e, base, copying)
 	} else {
-		err = t.commitFiles(ctx, tx, e, base, copying, data, dels, superseded)
+		err = t.commitFiles(ctx, e, base, copying, data, dels, superseded)
 	}
 	switch {
 	case err == nil:
@@ -299,17 +309,18 @@ func (t *Table) commitEmpty(ctx context.Context, tx *table.Transaction, e Epoch,
 	return t.finish(ctx, tx, e, base, t.summary(e, copying))
 }
 
-// commitFiles stages an epoch's row delta (data and delete files, and the
-// deletion vectors that new ones supersede) in tx and commits it (finish).
-func (t *Table) commitFiles(ctx context.Context, tx *table.Transaction, e Epoch, base *table.Table, copying *cdcsync.CopyState, data, dels, superseded []iceberg.DataFile) error {
-	rd := tx.NewRowDelta(t.summary(e, copying))
-	rd.AddRows(data...)
-	rd.AddDeletes(dels...)
-	rd.RemoveDeletes(superseded...)
-	if err := rd.Commit(ctx); err != nil {
-		return fmt.Errorf("stage the commit of %s: %w", t.ID, err)
+// commitFiles commits an epoch's row delta (data and delete files, and the
+// deletion vectors that new ones supersede) on base (commitRowDelta).
+func (t *Table) commitFiles(ctx context.Context, e Epoch, base *table.Table, copying *cdcsync.CopyState, data, dels, superseded []iceberg.DataFile) error {
+	sum := t.summary(e, copying)
+	set, err := t.committedProps(sum)
+	if err != nil {
+		return err
 	}
-	if err := t.finish(ctx, tx, e, base, t.summary(e, copying)); err != nil {
+	d := rowDelta{data: data, dels: dels, superseded: superseded}
+	if err := t.land(ctx, e, base, func(ctx context.Context) (*table.Table, error) {
+		return t.commitRowDelta(ctx, base, refOf(base.Metadata()), d, sum, set)
+	}); err != nil {
 		return err
 	}
 	if t.mode == DeletesDV {
@@ -400,13 +411,21 @@ func (t *Table) finish(ctx context.Context, tx *table.Transaction, e Epoch, base
 	if err := t.recordCommitted(tx, sum); err != nil {
 		return err
 	}
+	return t.land(ctx, e, base, tx.Commit)
+}
+
+// land commits epoch e, staged on base, with commit (which returns the
+// committed table) and reconciles on failure: the epoch may have landed
+// after all, another writer may have rewritten files (retryable), or
+// committed something else (ErrConflict).
+func (t *Table) land(ctx context.Context, e Epoch, base *table.Table, commit func(context.Context) (*table.Table, error)) error {
 	if t.BeforeCommit != nil {
 		t.BeforeCommit()
 	}
 	if err := t.mayCommit(); err != nil {
 		return fmt.Errorf("commit epoch %d to %s: %w", e.Number, t.ID, err)
 	}
-	next, err := tx.Commit(ctx)
+	next, err := commit(ctx)
 	if err == nil {
 		t.setCurrent(next)
 		return nil

@@ -301,10 +301,6 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 			return fmt.Errorf("record the commit of a spill of %s: %w", t.ID, err)
 		}
 	}
-	tx, err := t.newTx(base, refOf(base.Metadata()))
-	if err != nil {
-		return err
-	}
 	var data, dels []iceberg.DataFile
 	for _, f := range s.files {
 		if f.ContentType() == iceberg.EntryContentData {
@@ -314,7 +310,7 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 		}
 	}
 	dels = append(dels, s.cdels...)
-	err = t.commitFiles(ctx, tx, e, base, copying, data, dels, s.csup)
+	err := t.commitFiles(ctx, e, base, copying, data, dels, s.csup)
 	switch {
 	case err == nil:
 		if byPosition(t.mode) {

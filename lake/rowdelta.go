@@ -281,12 +281,13 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 			continue
 		}
 		g.Go(func() error {
-			entries, err := mf.FetchEntries(s.fsys, true)
-			if err != nil {
-				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-			}
+			var entries []iceberg.ManifestEntry
 			hit := 0
-			for _, e := range entries {
+			for e, err := range mf.Entries(s.fsys, true) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+				}
+				entries = append(entries, e)
 				if gone[dvKey(e.DataFile())] != nil {
 					hit++
 				}

@@ -273,7 +273,7 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(2)
 	for i, mf := range mans {
-		if !mf.HasAddedFiles() && !mf.HasExistingFiles() {
+		if !mf.HasAddedFiles() && !mf.HasExistingFiles() && mf.DeletedDataFiles() > 0 {
 			continue // only DELETED entries, recorded by an earlier snapshot
 		}
 		if mf.ManifestContent() != iceberg.ManifestContentDeletes || len(gone) == 0 {

@@ -414,11 +414,12 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 		cleanup()
 		rb.discard(ctx, t, base)
 	}
-	stage := func(on *table.Table, plan []table.FileScanTask) (*table.Transaction, int, error) {
+	type commitFunc = func(context.Context) (*table.Table, error)
+	stage := func(on *table.Table, plan []table.FileScanTask) (commitFunc, int, error) {
 		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, rb.all(), runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
-	restage := func(on *table.Table) (*table.Transaction, int, error) {
+	restage := func(on *table.Table) (commitFunc, int, error) {
 		plan, err := on.Scan().PlanFiles(ctx)
 		if err != nil {
 			return nil, 0, fmt.Errorf("compact %s: plan files: %w", t.ID, err)
@@ -435,29 +436,29 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 	}
 	cur := t.current()
 	var (
-		tx             *table.Transaction
+		commitRun      commitFunc
 		removedDeletes int
 		err            error
 	)
 	switch {
 	case snapshotID(cur.CurrentSnapshot()) == snapshotID(snap):
-		tx, removedDeletes, err = stage(cur, tasks) // properties may have changed
+		commitRun, removedDeletes, err = stage(cur, tasks) // properties may have changed
 	case !onlyEpochsSince(cur, base, t.pipeline):
 		discard()
 		return t.compactionConflict(cur.CurrentSnapshot())
 	default:
-		tx, removedDeletes, err = restage(cur)
+		commitRun, removedDeletes, err = restage(cur)
 	}
 	base = cur
 	if err != nil {
 		discard()
 		return err
 	}
-	if tx != nil {
+	if commitRun != nil {
 		if o.Fault != nil {
 			o.Fault("during-compaction")
 		}
-		next, err := tx.Commit(ctx)
+		next, err := commitRun(ctx)
 		for attempt := 1; err != nil; attempt++ {
 			fresh, lerr := t.reload(ctx)
 			if lerr != nil {
@@ -490,15 +491,15 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 			// position deletes, rebased onto them. Re-stage.
 			base = fresh
 			var serr error
-			if tx, removedDeletes, serr = restage(fresh); serr != nil {
+			if commitRun, removedDeletes, serr = restage(fresh); serr != nil {
 				discard()
 				return serr
 			}
-			if tx == nil {
+			if commitRun == nil {
 				discard()
 				return nil
 			}
-			next, err = tx.Commit(ctx)
+			next, err = commitRun(ctx)
 		}
 		t.setCurrent(next)
 		res.Snapshot = snapshotID(next.CurrentSnapshot())
@@ -657,9 +658,10 @@ func (b *compactBudget) take(key string, cands []compactCand) table.CompactionTa
 // stageRewrite stages on tbl one rewrite snapshot replacing the groups' old
 // files by their new ones, with the new files' data sequence number pinned to
 // readSeq, and dropping the delete files that apply to nothing left. It
-// returns a nil transaction when there is nothing to commit.
+// returns the commit of that snapshot (nil when there is nothing to commit)
+// and the number of delete files it drops.
 func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult,
-	merged []mergedDeletes, rebased rebasedDeletes, runID string) (*table.Transaction, int, error) {
+	merged []mergedDeletes, rebased rebasedDeletes, runID string) (func(context.Context) (*table.Table, error), int, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -695,11 +697,47 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		return nil, 0, fmt.Errorf("%w: epochs deleted rows of files that the compaction of %s rewrote while it also drops equality deletes; it runs again later",
 			ErrCompactionConflict, t.ID)
 	}
+	props := iceberg.Properties{SummaryMaintenance: "compaction", SummaryMaintenanceRun: runID}
+	if len(merged) == 0 && len(rebased.added) == 0 && len(rebased.replaced) == 0 {
+		// What a compaction of a dv table and most others commit: files
+		// replaced by files, committed by cdcsync (rowdelta.go).
+		d := rowDelta{op: table.OpReplace}
+		if len(rewritten) > 0 {
+			d.dataSeq = &readSeq
+		}
+		seen := map[string]bool{}
+		drop := func(f iceberg.DataFile) {
+			if k := dvKey(f); !seen[k] {
+				seen[k] = true
+				if f.ContentType() == iceberg.EntryContentData {
+					d.removedData = append(d.removedData, f)
+				} else {
+					d.removedDels = append(d.removedDels, f)
+				}
+			}
+		}
+		for _, gr := range results {
+			for _, f := range gr.OldDataFiles {
+				drop(f)
+			}
+			d.data = append(d.data, gr.NewDataFiles...)
+			for _, f := range gr.SafeDeletionVectors {
+				drop(f)
+			}
+		}
+		for _, f := range dead {
+			drop(f)
+		}
+		commit := func(ctx context.Context) (*table.Table, error) {
+			return t.commitRowDelta(ctx, tbl, table.MainBranch, d, props, nil)
+		}
+		return commit, len(dead), nil
+	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, 0, fmt.Errorf("compact %s: %w", t.ID, err)
 	}
-	rw := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction", SummaryMaintenanceRun: runID})
+	rw := tx.NewRewrite(props)
 	seen := map[string]bool{}
 	drop := func(f iceberg.DataFile) {
 		// The deletion vectors of a Puffin file share its path.
@@ -760,7 +798,7 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	if err := rw.Commit(ctx); err != nil {
 		return nil, 0, fmt.Errorf("compact %s: stage the rewrite: %w", t.ID, err)
 	}
-	return tx, removed, nil
+	return tx.Commit, removed, nil
 }
 
 // positionDeleteCount is the number of position deletes the snapshot's

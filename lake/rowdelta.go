@@ -39,15 +39,26 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// rowDelta is what an epoch changes in a table: the data files and delete
-// files it adds, and the deletion vectors its new ones replace.
+// rowDelta is what a snapshot changes in a table: the data files and
+// delete files it adds, the deletion vectors its new ones replace, and (a
+// compaction's) the data and delete files it removes.
 type rowDelta struct {
-	data, dels []iceberg.DataFile
-	superseded []iceberg.DataFile
+	data, dels  []iceberg.DataFile
+	superseded  []iceberg.DataFile
+	removedData []iceberg.DataFile
+	removedDels []iceberg.DataFile
+	// dataSeq, when set, is the data sequence number of the added data
+	// files (a compaction's: the snapshot it read), instead of the
+	// snapshot's own.
+	dataSeq *int64
+	// op, when set, is the snapshot's operation (a compaction: replace).
+	op table.Operation
 }
 
 func (d rowDelta) operation() table.Operation {
 	switch {
+	case d.op != "":
+		return d.op
 	case len(d.data) > 0 && len(d.dels) > 0:
 		return table.OpOverwrite
 	case len(d.dels) > 0:
@@ -93,7 +104,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 		return nil, fmt.Errorf("write the manifests of an epoch of %s: %w", t.ID, err)
 	}
 	if parent != nil {
-		kept, err := s.parentManifests(ctx, parent, d.superseded)
+		kept, err := s.parentManifests(ctx, parent, d)
 		if err != nil {
 			return nil, fmt.Errorf("carry the manifests of snapshot %d of %s over: %w", parent.SnapshotID, t.ID, err)
 		}
@@ -209,9 +220,13 @@ func (s *snapshotWriter) addedManifests(d rowDelta) ([]iceberg.ManifestFile, err
 			bySpec[f.SpecID()] = append(bySpec[f.SpecID()], f)
 		}
 		for _, spec := range specs {
+			var seq *int64
+			if group.content == iceberg.ManifestContentData {
+				seq = d.dataSeq
+			}
 			mf, err := s.writeManifest(spec, group.content, func(w *iceberg.ManifestWriter) error {
 				for _, f := range bySpec[spec] {
-					if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, nil, nil, f)); err != nil {
+					if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, seq, nil, f)); err != nil {
 						return err
 					}
 				}
@@ -256,27 +271,45 @@ func (s *snapshotWriter) writeManifest(specID int32, content iceberg.ManifestCon
 }
 
 // parentManifests returns the manifests of parent the new snapshot keeps:
-// those that hold a vector of superseded rewritten without it (as a
-// DELETED entry), the others as they are, except those left with no live
-// entry by an earlier commit.
-func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snapshot, superseded []iceberg.DataFile) ([]iceberg.ManifestFile, error) {
+// those that hold a file d removes (a vector it replaces, a compaction's
+// files) rewritten without it (the others EXISTING, and none if none is
+// left), the others as they are, except those left with no live entry by
+// an earlier commit; and, after them, the removed files as DELETED entries.
+// Only manifests of the content and partition spec of a removed file are
+// read.
+func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snapshot, d rowDelta) ([]iceberg.ManifestFile, error) {
 	mans, err := parent.Manifests(s.fsys)
 	if err != nil {
 		return nil, err
 	}
-	gone := make(map[string]iceberg.DataFile, len(superseded))
-	for _, f := range superseded {
-		gone[dvKey(f)] = f
+	gone := map[iceberg.ManifestContent]map[string]iceberg.DataFile{
+		iceberg.ManifestContentData:    {},
+		iceberg.ManifestContentDeletes: {},
 	}
+	specs := map[iceberg.ManifestContent]map[int32]bool{
+		iceberg.ManifestContentData:    {},
+		iceberg.ManifestContentDeletes: {},
+	}
+	remove := func(c iceberg.ManifestContent, files []iceberg.DataFile) {
+		for _, f := range files {
+			gone[c][dvKey(f)] = f
+			specs[c][f.SpecID()] = true
+		}
+	}
+	remove(iceberg.ManifestContentData, d.removedData)
+	remove(iceberg.ManifestContentDeletes, d.superseded)
+	remove(iceberg.ManifestContentDeletes, d.removedDels)
 	out := make([]iceberg.ManifestFile, len(mans))
 	var found sync.Map
+	var tombs tombstones
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(2)
 	for i, mf := range mans {
 		if !mf.HasAddedFiles() && !mf.HasExistingFiles() && mf.DeletedDataFiles() > 0 {
 			continue // only DELETED entries, recorded by an earlier snapshot
 		}
-		if mf.ManifestContent() != iceberg.ManifestContentDeletes || len(gone) == 0 {
+		drop := gone[mf.ManifestContent()]
+		if len(drop) == 0 || !specs[mf.ManifestContent()][mf.PartitionSpecID()] {
 			out[i] = mf
 			continue
 		}
@@ -288,7 +321,7 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 				}
 				entries = append(entries, e)
-				if gone[dvKey(e.DataFile())] != nil {
+				if drop[dvKey(e.DataFile())] != nil {
 					hit++
 				}
 			}
@@ -296,14 +329,21 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 				out[i] = mf
 				return nil
 			}
-			nm, err := s.writeManifest(mf.PartitionSpecID(), iceberg.ManifestContentDeletes, func(w *iceberg.ManifestWriter) error {
-				for _, e := range entries {
-					if k := dvKey(e.DataFile()); gone[k] != nil {
-						found.Store(k, true)
-						if err := w.Delete(e); err != nil {
-							return err
-						}
-					} else if err := w.Existing(e); err != nil {
+			var kept []iceberg.ManifestEntry
+			for _, e := range entries {
+				if k := dvKey(e.DataFile()); drop[k] != nil {
+					found.Store(k, true)
+					tombs.add(mf.ManifestContent(), mf.PartitionSpecID(), e)
+				} else {
+					kept = append(kept, e)
+				}
+			}
+			if len(kept) == 0 {
+				return nil
+			}
+			nm, err := s.writeManifest(mf.PartitionSpecID(), mf.ManifestContent(), func(w *iceberg.ManifestWriter) error {
+				for _, e := range kept {
+					if err := w.Existing(e); err != nil {
 						return err
 					}
 				}
@@ -316,12 +356,58 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	for k, f := range gone {
-		if _, ok := found.Load(k); !ok {
-			return nil, fmt.Errorf("the deletion vector of data file %s to replace (%s) is not live in snapshot %d", *f.ReferencedDataFile(), k, parent.SnapshotID)
+	// The removed entries, DELETED, in one manifest per content and spec
+	// (as iceberg-go writes them): a manifest of only deleted entries per
+	// rewritten manifest would be dropped by the next commit anyway, and
+	// iceberg-go's manifest merge fails on a group of them.
+	for _, k := range tombs.order {
+		mf, err := s.writeManifest(k.spec, k.content, func(w *iceberg.ManifestWriter) error {
+			for _, e := range tombs.entries[k] {
+				if err := w.Delete(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mf)
+	}
+	for _, byKey := range gone {
+		for k, f := range byKey {
+			if _, ok := found.Load(k); !ok {
+				return nil, fmt.Errorf("%s %s, which the commit removes, is not live in snapshot %d", contentName(f.ContentType()), k, parent.SnapshotID)
+			}
 		}
 	}
 	return slices.DeleteFunc(out, func(mf iceberg.ManifestFile) bool { return mf == nil }), nil
+}
+
+// tombstones collects the entries a snapshot removes, by manifest content
+// and partition spec.
+type tombstones struct {
+	mu      sync.Mutex
+	order   []tombKey
+	entries map[tombKey][]iceberg.ManifestEntry
+}
+
+type tombKey struct {
+	content iceberg.ManifestContent
+	spec    int32
+}
+
+func (t *tombstones) add(c iceberg.ManifestContent, spec int32, e iceberg.ManifestEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := tombKey{c, spec}
+	if t.entries == nil {
+		t.entries = map[tombKey][]iceberg.ManifestEntry{}
+	}
+	if _, ok := t.entries[k]; !ok {
+		t.order = append(t.order, k)
+	}
+	t.entries[k] = append(t.entries[k], e)
 }
 
 // snapshot writes the manifest list of mans and returns the snapshot.
@@ -395,9 +481,11 @@ func rowDeltaSummary(d rowDelta, parent *table.Snapshot, props iceberg.Propertie
 		c.add(f, 1)
 		parts[partitionKeyOf(f)] = true
 	}
-	for _, f := range d.superseded {
-		c.add(f, -1)
-		parts[partitionKeyOf(f)] = true
+	for _, group := range [][]iceberg.DataFile{d.superseded, d.removedData, d.removedDels} {
+		for _, f := range group {
+			c.add(f, -1)
+			parts[partitionKeyOf(f)] = true
+		}
 	}
 	c.set(p, int64(len(parts)))
 	var prev iceberg.Properties
@@ -420,57 +508,57 @@ func rowDeltaSummary(d rowDelta, parent *table.Snapshot, props iceberg.Propertie
 	return table.Summary{Operation: d.operation(), Properties: p}
 }
 
-// summaryCounts are the added (and removed) counts of a snapshot summary.
+// summaryCounts are the added and removed counts of a snapshot summary.
 type summaryCounts struct {
 	size, removedSize               int64
-	dataFiles, records              int64
+	dataFiles, removedDataFiles     int64
+	records, removedRecords         int64
 	deleteFiles, removedDeleteFiles int64
 	posFiles, removedPosFiles       int64
-	eqFiles                         int64
+	eqFiles, removedEqFiles         int64
 	posDeletes, removedPosDeletes   int64
-	eqDeletes                       int64
+	eqDeletes, removedEqDeletes     int64
 	dvs, removedDVs                 int64
 }
 
-// add counts f as added (sign 1) or removed (-1: deletion vectors only).
+// add counts f as added (sign 1) or removed (-1).
 func (c *summaryCounts) add(f iceberg.DataFile, sign int) {
+	type side struct{ size, dataFiles, records, deleteFiles, posFiles, eqFiles, posDeletes, eqDeletes, dvs *int64 }
+	x := side{&c.size, &c.dataFiles, &c.records, &c.deleteFiles, &c.posFiles, &c.eqFiles, &c.posDeletes, &c.eqDeletes, &c.dvs}
 	if sign < 0 {
-		c.removedSize += f.FileSizeBytes()
-		c.removedDeleteFiles++
-		c.removedPosFiles++
-		c.removedPosDeletes += f.Count()
-		c.removedDVs++
-		return
+		x = side{&c.removedSize, &c.removedDataFiles, &c.removedRecords, &c.removedDeleteFiles, &c.removedPosFiles, &c.removedEqFiles,
+			&c.removedPosDeletes, &c.removedEqDeletes, &c.removedDVs}
 	}
-	c.size += f.FileSizeBytes()
+	*x.size += f.FileSizeBytes()
 	switch f.ContentType() {
 	case iceberg.EntryContentData:
-		c.dataFiles++
-		c.records += f.Count()
+		*x.dataFiles++
+		*x.records += f.Count()
 	case iceberg.EntryContentPosDeletes:
-		c.deleteFiles++
-		c.posFiles++
-		c.posDeletes += f.Count()
+		*x.deleteFiles++
+		*x.posFiles++
+		*x.posDeletes += f.Count()
 		if table.IsDeletionVector(f) {
-			c.dvs++
+			*x.dvs++
 		}
 	case iceberg.EntryContentEqDeletes:
-		c.deleteFiles++
-		c.eqFiles++
-		c.eqDeletes += f.Count()
+		*x.deleteFiles++
+		*x.eqFiles++
+		*x.eqDeletes += f.Count()
 	}
 }
 
 func (c *summaryCounts) set(p iceberg.Properties, partitions int64) {
 	for k, v := range map[string]int64{
 		"added-files-size": c.size, "removed-files-size": c.removedSize,
-		"added-data-files": c.dataFiles, "added-records": c.records,
+		"added-data-files": c.dataFiles, "deleted-data-files": c.removedDataFiles,
+		"added-records": c.records, "deleted-records": c.removedRecords,
 		"added-delete-files": c.deleteFiles, "removed-delete-files": c.removedDeleteFiles,
 		"added-position-delete-files": c.posFiles, "removed-position-delete-files": c.removedPosFiles,
-		"added-equality-delete-files": c.eqFiles,
-		"added-position-deletes":      c.posDeletes, "removed-position-deletes": c.removedPosDeletes,
-		"added-equality-deletes": c.eqDeletes,
-		"added-dvs":              c.dvs, "removed-dvs": c.removedDVs,
+		"added-equality-delete-files": c.eqFiles, "removed-equality-delete-files": c.removedEqFiles,
+		"added-position-deletes": c.posDeletes, "removed-position-deletes": c.removedPosDeletes,
+		"added-equality-deletes": c.eqDeletes, "removed-equality-deletes": c.removedEqDeletes,
+		"added-dvs": c.dvs, "removed-dvs": c.removedDVs,
 		"changed-partition-count": partitions,
 	} {
 		if v > 0 {

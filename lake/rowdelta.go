@@ -101,7 +101,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	parent := head(meta, ref)
 	mans, err := s.addedManifests(d)
 	if err != nil {
-		return nil, fmt.Errorf("write the manifests of an epoch of %s: %w", t.ID, err)
+		return nil, fmt.Errorf("write the manifests of a snapshot of %s: %w", t.ID, err)
 	}
 	if parent != nil {
 		kept, err := s.parentManifests(ctx, parent, d)
@@ -112,7 +112,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	}
 	snap, err := s.snapshot(parent, mans, rowDeltaSummary(d, parent, props))
 	if err != nil {
-		return nil, fmt.Errorf("write the manifest list of an epoch of %s: %w", t.ID, err)
+		return nil, fmt.Errorf("write the manifest list of a snapshot of %s: %w", t.ID, err)
 	}
 	var parentID *int64
 	if parent != nil {

@@ -85,10 +85,14 @@ func TestEpochSnapshotsAddUp(t *testing.T) {
 				checkTotals(t, after)
 				checkEpochSnapshot(t, before, after)
 				if i%8 == 7 {
-					if _, err := e.tbl.Compact(ctx, testOpts()); err != nil {
+					res, err := e.tbl.Compact(ctx, testOpts())
+					if err != nil {
 						t.Fatal(err)
 					}
 					checkTotals(t, e.tbl.current())
+					if res.Committed() {
+						checkRemovals(t, e.tbl.current(), res.Snapshot)
+					}
 				}
 			}
 			e.assertModel(e.tbl.current())
@@ -184,5 +188,48 @@ func checkEpochSnapshot(t *testing.T, before table.Metadata, after *table.Table)
 		after.Metadata().NextRowID() != *s.FirstRowID+*s.AddedRows || *s.AddedRows < added {
 		t.Fatalf("row lineage: the epoch's snapshot has first row id %v and %v added rows (table counter %d before, %d after; %d rows added)",
 			s.FirstRowID, s.AddedRows, before.NextRowID(), after.Metadata().NextRowID(), added)
+	}
+}
+
+// checkRemovals compares the removals a compaction's snapshot (id) counts
+// in its summary with the DELETED entries its manifests attribute to it.
+func checkRemovals(t *testing.T, tbl *table.Table, id int64) {
+	t.Helper()
+	s := tbl.Metadata().SnapshotByID(id)
+	if s == nil {
+		t.Fatalf("the compaction's snapshot %d is not in the table", id)
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := s.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, mf := range mfs {
+		for en, err := range mf.Entries(fsys, false) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if en.Status() != iceberg.EntryStatusDELETED || en.SnapshotID() != id {
+				continue
+			}
+			if en.DataFile().ContentType() == iceberg.EntryContentData {
+				got["deleted-data-files"]++
+				got["deleted-records"] += en.DataFile().Count()
+			} else {
+				got["removed-delete-files"]++
+			}
+		}
+	}
+	for k, n := range got {
+		if v := s.Summary.Properties[k]; v != strconv.FormatInt(n, 10) {
+			t.Fatalf("the compaction's snapshot says %s=%s; its manifests record %d", k, v, n)
+		}
+	}
+	if got["deleted-data-files"] == 0 && got["removed-delete-files"] == 0 {
+		t.Fatalf("the compaction's snapshot %d (%s) records no removal", id, s.Summary.Operation)
 	}
 }

@@ -137,7 +137,11 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	}
 	committed = true
 	dropOldMetadata(wfs, meta, newMeta)
-	return table.New(t.Ident, newMeta, newLoc, base.FS, t.cat), nil
+	// The new table reads and writes through the file IO base gave: as a
+	// method value, base.FS would keep base (and its metadata) alive, and
+	// each commit would add a call to every later file access.
+	open := func(context.Context) (icebergio.IO, error) { return fsys, nil }
+	return table.New(t.Ident, newMeta, newLoc, open, t.cat), nil
 }
 
 // checkSupersession checks what the v3 spec asks of deletion vectors: at

@@ -111,6 +111,21 @@ func TestCrashRecovery(t *testing.T) {
 			carried++
 		}
 	}
+	if selfKills == 0 {
+		// On a loaded machine every round can be killed from outside
+		// before its first commit reaches a fault point: one more, whose
+		// first commit kills it.
+		p := e.start("CDCSYNC_FAULT=before-commit:1")
+		select {
+		case <-p.done:
+			if code := p.cmd.ProcessState.ExitCode(); code != -1 {
+				t.Fatalf("the extra fault round: cdcsync exited by itself (code %d); output:\n%s", code, p.output())
+			}
+			selfKills++
+		case <-time.After(2 * time.Minute):
+			p.kill()
+		}
+	}
 	if err := stopLoad(); err != nil {
 		t.Fatalf("workload: %v", err)
 	}

@@ -137,11 +137,20 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	}
 	committed = true
 	dropOldMetadata(wfs, meta, newMeta)
-	// The new table reads and writes through the file IO base gave: as a
-	// method value, base.FS would keep base (and its metadata) alive, and
-	// each commit would add a call to every later file access.
-	open := func(context.Context) (icebergio.IO, error) { return fsys, nil }
-	return table.New(t.Ident, newMeta, newLoc, open, t.cat), nil
+	// The new table opens its file IO as base does. base.FS, a method
+	// value, keeps base (and its metadata) alive: given to each new table,
+	// every commit would keep all earlier ones and add a call to each file
+	// access. So a table this writer built passes on the opener it got,
+	// and only a table the catalog gave is kept, once. (The IO base.FS
+	// returned is bound to this commit's context: S3 reads through it fail
+	// once the context ends.)
+	open := t.state.builtFS
+	if base != t.state.built || open == nil {
+		open = base.FS
+	}
+	next := table.New(t.Ident, newMeta, newLoc, open, t.cat)
+	t.state.built, t.state.builtFS = next, open
+	return next, nil
 }
 
 // checkSupersession checks what the v3 spec asks of deletion vectors: at

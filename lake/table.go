@@ -80,6 +80,10 @@ type tableState struct {
 	// the copy's start, compaction, manifest merges, snapshot expiry), so
 	// that each one stages on the table as the previous one left it.
 	commitMu sync.Mutex
+	// built is the last table commitRowDelta returned, and builtFS the
+	// file IO opener it gave it (under commitMu).
+	built   *table.Table
+	builtFS table.FSysF
 	// epochsWaiting counts the epoch commits waiting for commitMu: a
 	// compaction that holds it yields to them between groups.
 	epochsWaiting atomic.Int32

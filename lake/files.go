@@ -328,19 +328,29 @@ type rowLoc struct {
 	pos  int64
 }
 
-// newFileWriter prepares the writing of out's files to tbl.
-func (t *Table) newFileWriter(ctx context.Context, tbl *table.Table, out *fileOut) (*fileWriter, error) {
+// writeIO returns tbl's file IO, which must be able to write, and its
+// location provider.
+func (t *Table) writeIO(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, table.LocationProvider, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
+		return nil, nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return nil, fmt.Errorf("the file IO of %s cannot write files", t.ID)
+		return nil, nil, fmt.Errorf("the file IO of %s cannot write files", t.ID)
 	}
 	loc, err := tbl.LocationProvider()
 	if err != nil {
-		return nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
+		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
+	}
+	return wfs, loc, nil
+}
+
+// newFileWriter prepares the writing of out's files to tbl.
+func (t *Table) newFileWriter(ctx context.Context, tbl *table.Table, out *fileOut) (*fileWriter, error) {
+	wfs, loc, err := t.writeIO(ctx, tbl)
+	if err != nil {
+		return nil, err
 	}
 	return &fileWriter{tbl: tbl, tableID: t.ID, part: out.part, out: out, slots: t.files, fs: wfs, loc: loc,
 		target: int64(tbl.Properties().GetInt(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)),

@@ -79,17 +79,9 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	if err := checkSupersession(d); err != nil {
 		return nil, fmt.Errorf("commit to %s: %w", t.ID, err)
 	}
-	fsys, err := base.FS(ctx)
+	wfs, locs, err := t.writeIO(ctx, base)
 	if err != nil {
-		return nil, fmt.Errorf("open the file IO of %s: %w", t.ID, err)
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, fmt.Errorf("the file IO of %s cannot write", t.ID)
-	}
-	locs, err := base.LocationProvider()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.ID, err)
+		return nil, err
 	}
 	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New()}
 	committed := false

@@ -210,7 +210,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			return nil
 		}
 		var err error
-		if tasks, err = base.Scan().PlanFiles(ctx); err != nil {
+		if tasks, err = t.planFiles(ctx, base); err != nil {
 			return fmt.Errorf("compact %s: plan files: %w", t.ID, err)
 		}
 		if scope, err = t.deleteScope(ctx, base, tasks); err != nil {
@@ -677,11 +677,16 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	if err != nil {
 		return nil, 0, fmt.Errorf("compact %s: %w", t.ID, err)
 	}
-	dead, err := deadDeletes(ctx, tbl, tasks, scope, rewritten, readSeq)
-	if err != nil {
-		return nil, 0, fmt.Errorf("compact %s: find dead delete files: %w", t.ID, err)
+	// A snapshot planned from the manifest cache holds no delete file
+	// but deletion vectors, and those of the rewritten files go with them.
+	onlyDVs := t.state.manifests.holdsOnlyDVs(snapshotID(snap))
+	var dead []iceberg.DataFile
+	if !onlyDVs {
+		if dead, err = deadDeletes(ctx, tbl, tasks, scope, rewritten, readSeq); err != nil {
+			return nil, 0, fmt.Errorf("compact %s: find dead delete files: %w", t.ID, err)
+		}
 	}
-	if len(rewritten) > 0 && mayHavePositionDeletes(snap) {
+	if len(rewritten) > 0 && mayHavePositionDeletes(snap) && !onlyDVs {
 		pos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
 		if err != nil {
 			return nil, 0, fmt.Errorf("compact %s: find dead position deletes: %w", t.ID, err)

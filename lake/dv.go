@@ -79,30 +79,13 @@ func (t *Table) liveDVs(ctx context.Context, tbl *table.Table) (map[string]icebe
 	if c := t.state.dvs; c != nil && c.snap == snapshotID(snap) {
 		return c.byPath, nil
 	}
-	byPath := map[string]iceberg.DataFile{}
-	if snap != nil {
-		fsys, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, err
-		}
-		mfs, err := snap.Manifests(fsys)
-		if err != nil {
-			return nil, fmt.Errorf("read the manifests of %s: %w", t.ID, err)
-		}
-		for _, mf := range mfs {
-			if mf.ManifestContent() != iceberg.ManifestContentDeletes {
-				continue
-			}
-			for e, err := range mf.Entries(fsys, true) {
-				if err != nil {
-					return nil, fmt.Errorf("read the delete manifests of %s: %w", t.ID, err)
-				}
-				df := e.DataFile()
-				if ref := df.ReferencedDataFile(); table.IsDeletionVector(df) && ref != nil {
-					byPath[*ref] = df
-				}
-			}
-		}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byPath, err := t.state.manifests.liveDVs(ctx, fsys, snap)
+	if err != nil {
+		return nil, fmt.Errorf("read the deletion vectors of %s: %w", t.ID, err)
 	}
 	t.state.dvs = &liveDVSet{snap: snapshotID(snap), byPath: byPath}
 	return byPath, nil

@@ -114,6 +114,8 @@ type tableState struct {
 	// cleared by a compaction that leaves none.
 	staged     atomic.Bool
 	stagedRows atomic.Int64 // see Table.StagedRows
+	// manifests caches the entries of the manifests last planned (plan.go).
+	manifests manifestCache
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {

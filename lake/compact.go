@@ -95,6 +95,9 @@ type CompactResult struct {
 	ManifestsAfter  int
 	Snapshot        int64 // the rewrite snapshot; 0 when nothing was committed
 	Replays         int   // times the rewrite was re-staged on a moved table
+	// StagedMoved counts the staged files the run moved into partitions
+	// (staged.go): each partition they went to got a file of its own.
+	StagedMoved int
 	// Rebased counts the position deletes of epochs committed while the
 	// run rewrote their files, carried over to the new files (rebase.go).
 	Rebased  int
@@ -107,6 +110,33 @@ type CompactResult struct {
 	// epochs of the table may have waited for it.
 	Locked           time.Duration
 	DeleteFilesAfter int64
+}
+
+// Then returns the result of r and the run next after it, as one.
+func (r CompactResult) Then(next CompactResult) CompactResult {
+	out := next
+	out.Partitions += r.Partitions
+	out.RewrittenFiles += r.RewrittenFiles
+	out.AddedFiles += r.AddedFiles
+	out.BytesBefore += r.BytesBefore
+	out.BytesAfter += r.BytesAfter
+	out.RemovedDeletes += r.RemovedDeletes
+	out.Yielded = r.Yielded || next.Yielded
+	out.ManifestsBefore = r.ManifestsBefore
+	if next.ManifestsBefore == 0 && next.ManifestsAfter == 0 { // next merged none
+		out.ManifestsAfter = r.ManifestsAfter
+	}
+	if next.Snapshot == 0 {
+		out.Snapshot = r.Snapshot
+	}
+	out.Replays += r.Replays
+	out.Rebased += r.Rebased
+	out.StagedMoved += r.StagedMoved
+	out.Duration += r.Duration
+	out.Planning += r.Planning
+	out.Rewriting += r.Rewriting
+	out.Locked += r.Locked
+	return out
 }
 
 // Committed reports whether the run committed anything.
@@ -507,6 +537,11 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 		res.Rebased = rb.all().rows
 		for _, gr := range results {
 			res.Partitions++
+			for _, f := range gr.OldDataFiles {
+				if t.isStaged(f) {
+					res.StagedMoved++
+				}
+			}
 			res.RewrittenFiles += len(gr.OldDataFiles)
 			res.AddedFiles += len(gr.NewDataFiles)
 			res.BytesBefore += gr.BytesBefore

@@ -45,9 +45,23 @@ func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes i
 	// make them do.
 	opts.Force, opts.Replay, opts.MaxBytes, opts.MaxFiles = true, true, maxBytes, 0
 	opts.MaxManifests = 1 // merge whenever there is more than one data manifest
-	res, err := t.Compact(ctx, opts)
-	if err != nil {
-		return exitError{1, err}
+	var res lake.CompactResult
+	// Staged rows a run moves into their partitions get a file of their
+	// own in each, next to the file the partition had: a second pass
+	// merges the two, so that the command leaves one file per partition.
+	for pass := 0; pass < 3; pass++ {
+		next, err := t.Compact(ctx, opts)
+		if err != nil {
+			return exitError{1, err}
+		}
+		if pass == 0 {
+			res = next
+		} else {
+			res = res.Then(next)
+		}
+		if !next.Committed() || next.StagedMoved == 0 || next.Deferred > 0 {
+			break
+		}
 	}
 	after := t.Stats()
 	ident := fmt.Sprintf("%s.%s", t.Ident[0], t.Ident[len(t.Ident)-1])

@@ -368,6 +368,7 @@ type Compaction struct {
 	MaxBytes       ByteSize `yaml:"max_bytes"`        // default 256MiB: data rewritten per epoch, across tables, at most
 	MaxFiles       int      `yaml:"max_files"`        // default 1000: data files a table's compaction rewrites per run, at most (0: no limit)
 	MaxManifests   int      `yaml:"max_manifests"`    // default 50: merge data manifests when a table has more than this many manifests
+	MaxLock        Duration `yaml:"max_lock"`         // default 1s: how long a run may hold a table's commit lock while it rewrites (0: no bound)
 }
 
 // SnapshotExpiry says which snapshots are kept.
@@ -439,6 +440,7 @@ const (
 	DefaultCompactMaxBytes        = ByteSize(256 << 20)
 	DefaultCompactMaxFiles        = 1000
 	DefaultCompactMaxManifests    = 50
+	DefaultCompactMaxLock         = time.Second
 	DefaultSnapshotMaxAge         = time.Hour
 	DefaultSnapshotMinKeep        = 20
 	DefaultOrphanMinAge           = 24 * time.Hour
@@ -643,6 +645,7 @@ func (c *Config) applyDefaults() {
 	size("maintenance.compaction.max_bytes", &mc.MaxBytes, DefaultCompactMaxBytes)
 	num("maintenance.compaction.max_files", &mc.MaxFiles, DefaultCompactMaxFiles)
 	num("maintenance.compaction.max_manifests", &mc.MaxManifests, DefaultCompactMaxManifests)
+	dur("maintenance.compaction.max_lock", &mc.MaxLock, DefaultCompactMaxLock)
 	dur("maintenance.snapshots.max_age", &m.Snapshots.MaxAge, DefaultSnapshotMaxAge)
 	num("maintenance.snapshots.min_keep", &m.Snapshots.MinKeep, DefaultSnapshotMinKeep)
 	dur("maintenance.orphans.min_age", &m.Orphans.MinAge, DefaultOrphanMinAge)

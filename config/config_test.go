@@ -156,6 +156,7 @@ maintenance:
     target_file_size: 64MiB
     max_bytes: 1GiB
     max_manifests: 20
+    max_lock: 500ms
     max_files: 500
   snapshots:
     max_age: 30m
@@ -211,7 +212,7 @@ var fullWant = Config{
 	GCPercent:   80,
 	Maintenance: Maintenance{Enabled: false, EveryEpochs: 5, IdleAfter: Duration{2 * time.Minute},
 		Compaction: Compaction{DeleteFiles: 8, DeleteRatio: 0.05, SmallFiles: 10, SmallFileSize: 8 << 20,
-			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxFiles: 500, MaxManifests: 20},
+			TargetFileSize: 64 << 20, MaxBytes: 1 << 30, MaxFiles: 500, MaxManifests: 20, MaxLock: Duration{500 * time.Millisecond}},
 		Snapshots: SnapshotExpiry{MaxAge: Duration{30 * time.Minute}, MinKeep: 5},
 		Orphans:   OrphanCleanup{MinAge: Duration{2 * time.Hour}, Interval: Duration{10 * time.Minute}},
 	},
@@ -299,7 +300,7 @@ func TestDefaults(t *testing.T) {
 		Parquet:   Parquet{Compression: CodecZstd},
 		Maintenance: Maintenance{Enabled: true, EveryEpochs: 5, IdleAfter: Duration{DefaultMaintenanceIdleAfter},
 			Compaction: Compaction{DeleteFiles: 5, DeleteRatio: 0.2, SmallFiles: 10, SmallFileSize: 32 << 20,
-				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxFiles: DefaultCompactMaxFiles, MaxManifests: 50},
+				TargetFileSize: 128 << 20, MaxBytes: 256 << 20, MaxFiles: DefaultCompactMaxFiles, MaxManifests: 50, MaxLock: Duration{DefaultCompactMaxLock}},
 			Snapshots: SnapshotExpiry{MaxAge: Duration{time.Hour}, MinKeep: 20},
 			Orphans:   OrphanCleanup{MinAge: Duration{24 * time.Hour}, Interval: Duration{time.Hour}},
 		},
@@ -504,7 +505,7 @@ func TestValidationErrors(t *testing.T) {
 			`line 7: snapshot.chunk_rows must be a positive number of rows (got 0)`,
 			`line 8: snapshot.workers must be between 1 and 64 (got 65)`}},
 		{"maintenance not positive", "maintenance:\n  every_epochs: 0\n  compaction:\n    delete_files: 0\n    delete_ratio: 1.5\n    small_files: 1\n" +
-			"    small_file_size: 0\n    target_file_size: 0\n    max_bytes: 0\n    max_manifests: 1\n    max_files: -3\n  snapshots:\n    max_age: 0s\n    min_keep: 0\n" +
+			"    small_file_size: 0\n    target_file_size: 0\n    max_bytes: 0\n    max_manifests: 1\n    max_files: -3\n    max_lock: -1s\n  snapshots:\n    max_age: 0s\n    min_keep: 0\n" +
 			"  orphans:\n    min_age: -1s\n    interval: 0s\n", []string{
 			`line 2: maintenance.every_epochs must be a positive number of epochs (got 0)`,
 			`line 4: maintenance.compaction.delete_files must be a positive number of delete files (got 0)`,
@@ -514,11 +515,12 @@ func TestValidationErrors(t *testing.T) {
 			`line 8: maintenance.compaction.target_file_size must be a positive size (got 0)`,
 			`line 9: maintenance.compaction.max_bytes must be a positive size (got 0)`,
 			`line 11: maintenance.compaction.max_files must be 0 (no limit) or more (got -3)`,
+			`line 12: maintenance.compaction.max_lock must be 0 (no bound) or a positive duration (got -1s), e.g. max_lock: 1s`,
 			`line 10: maintenance.compaction.max_manifests must be at least 2 (got 1)`,
-			`line 13: maintenance.snapshots.max_age must be positive (got 0s)`,
-			`line 14: maintenance.snapshots.min_keep must be at least 1 (got 0)`,
-			`line 16: maintenance.orphans.min_age must be positive (got -1s)`,
-			`line 17: maintenance.orphans.interval must be positive (got 0s)`}},
+			`line 14: maintenance.snapshots.max_age must be positive (got 0s)`,
+			`line 15: maintenance.snapshots.min_keep must be at least 1 (got 0)`,
+			`line 17: maintenance.orphans.min_age must be positive (got -1s)`,
+			`line 18: maintenance.orphans.interval must be positive (got 0s)`}},
 		{"maintenance sizes inconsistent", "maintenance:\n  compaction:\n    small_file_size: 64MiB\n    target_file_size: 32MiB\n    max_bytes: 16MiB\n", []string{
 			`line 3: maintenance.compaction.small_file_size (64MiB) must be smaller than target_file_size (32MiB)`,
 			`line 5: maintenance.compaction.max_bytes (16MiB) must be at least target_file_size (32MiB)`}},

@@ -543,6 +543,9 @@ func (p *problems) maintenance() {
 	if c.MaxFiles < 0 {
 		p.add("maintenance.compaction.max_files", "maintenance.compaction.max_files must be 0 (no limit) or more (got %d), e.g. max_files: 1000", c.MaxFiles)
 	}
+	if c.MaxLock.Duration < 0 {
+		p.add("maintenance.compaction.max_lock", "maintenance.compaction.max_lock must be 0 (no bound) or a positive duration (got %s), e.g. max_lock: 1s", c.MaxLock.Duration)
+	}
 	if c.MaxManifests < 2 {
 		p.add("maintenance.compaction.max_manifests", "maintenance.compaction.max_manifests must be at least 2 (got %d), e.g. max_manifests: 50", c.MaxManifests)
 	}

@@ -51,7 +51,14 @@ type CompactOptions struct {
 	// In position and dv modes a run holds the table's commit lock, so on
 	// a finely partitioned table (thousands of partitions of a file or
 	// two each) this is what bounds the time epochs wait for it.
-	MaxFiles     int
+	MaxFiles int
+	// MaxLock bounds how long a run holds the commit lock while it
+	// rewrites (<= 0: no bound): once it has held it that long it commits
+	// what it has rewritten, as when an epoch waits, and leaves the rest to
+	// the next run. Without it a run with much to do (staged rows of
+	// thousands of partitions) went on until the next epoch came to wait
+	// for it, every time (issue 23).
+	MaxLock      time.Duration
 	MaxManifests int // merge data manifests when there are more manifests than this; <= 0 never
 	// Force ignores the thresholds: every partition with deletes or with at
 	// least two small files is compacted (cdcsync compact).
@@ -76,7 +83,7 @@ func CompactOptionsFrom(m *config.Maintenance) CompactOptions {
 	c := &m.Compaction
 	return CompactOptions{DeleteFiles: c.DeleteFiles, DeleteRatio: c.DeleteRatio, SmallFiles: c.SmallFiles,
 		SmallFileSize: c.SmallFileSize.Int64(), TargetFileSize: c.TargetFileSize.Int64(), MaxBytes: c.MaxBytes.Int64(),
-		MaxFiles: c.MaxFiles, MaxManifests: c.MaxManifests}
+		MaxFiles: c.MaxFiles, MaxManifests: c.MaxManifests, MaxLock: c.MaxLock.Duration}
 }
 
 // CompactResult reports what a compaction run did.
@@ -308,8 +315,11 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	// known), for rebasing epochs' position deletes when the run does not
 	// hold the lock.
 	moves := map[string]*rowMap{}
-	// epochWaits says whether an epoch waits for the lock this run holds.
-	epochWaits := func() bool { return held && t.state.epochsWaiting.Load() > 0 }
+	// epochWaits says whether an epoch waits for the lock this run holds,
+	// or the run has held it for MaxLock.
+	epochWaits := func() bool {
+		return held && (t.state.epochsWaiting.Load() > 0 || (o.MaxLock > 0 && time.Since(lockedAt) >= o.MaxLock))
+	}
 	for i, g := range groups {
 		if len(results) > 0 && epochWaits() {
 			// An epoch waits for the lock this run holds: commit what is

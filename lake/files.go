@@ -254,7 +254,7 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 
 // yieldBatch is the number of partition files a write that may yield
 // writes between two looks at whether it should.
-const yieldBatch = 128
+const yieldBatch = 32
 
 // writeSplit is writeFiles with the choice of the partitions whose rows are
 // staged (out.stage) made by split. When yield is set, the partition files

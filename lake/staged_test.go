@@ -464,3 +464,37 @@ func TestStagedRowsYieldToEpoch(t *testing.T) {
 	}
 	assertOrders(t, tb.Iceberg(), model)
 }
+
+// A run holds the commit lock for max_lock at most: with no epoch waiting
+// it stops after the batch during which max_lock passed, stages the rows
+// it has not written again, and the next runs go on from there.
+func TestStagedRowsMaxLock(t *testing.T) {
+	ctx := context.Background()
+	tb := dayTable(t, DeletesDV)
+	model := map[int64]cdcsync.Row{}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 300; id++ {
+		model[id] = orderRow(id, id, "v0")
+		rows = append(rows, model[id])
+	}
+	epochCommits(t, tb)(nil, rows) // 300 days: staged
+	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
+	spec := tb.Iceberg().Metadata().PartitionSpec()
+	staged, parted := int32(unpart.ID()), int32(spec.ID())
+	o := testOpts()
+	o.MaxLock = time.Nanosecond
+	for run := 1; ; run++ {
+		res, err := tb.Compact(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertOrders(t, tb.Iceberg(), model)
+		files := liveDataFiles(t, tb.Iceberg())
+		if want := min(run*yieldBatch, 300); files[parted] != want || res.Yielded != (want < 300) {
+			t.Fatalf("after run %d (yielded: %v): data files by spec %v, want %d partition files (spec %d)", run, res.Yielded, files, want, parted)
+		}
+		if files[staged] == 0 {
+			break
+		}
+	}
+}

@@ -43,7 +43,7 @@ func runCompact(ctx context.Context, cfg *config.Config, name string, maxBytes i
 	// A command compacts what it is asked to: maintenance's per-run file
 	// bound keeps epochs from waiting, which a separate process does not
 	// make them do.
-	opts.Force, opts.Replay, opts.MaxBytes, opts.MaxFiles = true, true, maxBytes, 0
+	opts.Force, opts.Replay, opts.MaxBytes, opts.MaxFiles, opts.MaxLock = true, true, maxBytes, 0, 0
 	opts.MaxManifests = 1 // merge whenever there is more than one data manifest
 	var res lake.CompactResult
 	// Staged rows a run moves into their partitions get a file of their

@@ -296,7 +296,6 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	var (
 		results []table.CompactionGroupResult
 		merged  []mergedDeletes
-		kept    stagedDVs // staged rows left in place (staged.go)
 	)
 	cleanup := func() {
 		for _, gr := range results {
@@ -305,7 +304,6 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		for _, m := range merged {
 			t.removeFiles(ctx, base, m.added)
 		}
-		t.removeFiles(ctx, base, kept.added)
 	}
 	shared := newSharedDeletes(scope)
 	shared.pos = newPosDeletes(groups)
@@ -343,17 +341,10 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
-			var sd stagedDVs
-			gr, sd, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
+			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
 				res.Yielded = res.Yielded || epochWaits()
 				return res.Yielded
 			})
-			kept = kept.plus(sd)
-			for _, f := range sd.partial {
-				// Where its moved rows went is not told to a rebase: an
-				// epoch's delete of one of them drops the run.
-				moves[f.FilePath()] = nil
-			}
 		} else {
 			gr, rm, err = t.rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}
@@ -417,11 +408,8 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 		}
 		lock()
 	}
-	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, kept, &rb, cleanup, &res); err != nil {
+	if err := t.commitCompaction(ctx, &o, base, tasks, results, merged, &rb, cleanup, &res); err != nil {
 		return res, err
-	}
-	if res.Snapshot != 0 {
-		res.StagedMoved += len(kept.partial)
 	}
 	if t.stageFile != nil {
 		files, rows := stagedLeft(tasks, results, t.isStaged)
@@ -459,7 +447,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 // position deletes, which are rebased onto the new files (moves, see
 // rebase.go): the rewrite is staged again on top of them.
 func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *table.Table, tasks []table.FileScanTask,
-	results []table.CompactionGroupResult, merged []mergedDeletes, kept stagedDVs, rb *rebase, cleanup func(), res *CompactResult) error {
+	results []table.CompactionGroupResult, merged []mergedDeletes, rb *rebase, cleanup func(), res *CompactResult) error {
 	snap := base.CurrentSnapshot()
 	runID := newRunID()
 	discard := func() {
@@ -468,7 +456,7 @@ func (t *Table) commitCompaction(ctx context.Context, o *CompactOptions, base *t
 	}
 	type commitFunc = func(context.Context) (*table.Table, error)
 	stage := func(on *table.Table, plan []table.FileScanTask) (commitFunc, int, error) {
-		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, kept, rb.all(), runID)
+		return t.stageRewrite(ctx, on, plan, snap.SequenceNumber, results, merged, rb.all(), runID)
 	}
 	// restage plans again on a table that epochs moved and stages there.
 	restage := func(on *table.Table) (commitFunc, int, error) {
@@ -718,7 +706,7 @@ func (b *compactBudget) take(key string, cands []compactCand) table.CompactionTa
 // returns the commit of that snapshot (nil when there is nothing to commit)
 // and the number of delete files it drops.
 func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, readSeq int64, results []table.CompactionGroupResult,
-	merged []mergedDeletes, kept stagedDVs, rebased rebasedDeletes, runID string) (func(context.Context) (*table.Table, error), int, error) {
+	merged []mergedDeletes, rebased rebasedDeletes, runID string) (func(context.Context) (*table.Table, error), int, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -750,7 +738,7 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 		}
 		dead = append(dead, pos...)
 	}
-	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 && len(rebased.replaced) == 0 && len(kept.added) == 0 {
+	if len(rewritten) == 0 && len(dead) == 0 && len(merged) == 0 && len(rebased.replaced) == 0 {
 		return nil, 0, nil
 	}
 	if len(rebased.added) > 0 && slices.ContainsFunc(dead, func(f iceberg.DataFile) bool { return f.ContentType() == iceberg.EntryContentEqDeletes }) {
@@ -763,7 +751,7 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 	if len(merged) == 0 && len(rebased.added) == 0 && len(rebased.replaced) == 0 {
 		// What a compaction of a dv table and most others commit: files
 		// replaced by files, committed by cdcsync (rowdelta.go).
-		d := rowDelta{op: table.OpReplace, dels: kept.added, superseded: kept.superseded}
+		d := rowDelta{op: table.OpReplace}
 		if len(rewritten) > 0 {
 			d.dataSeq = &readSeq
 		}
@@ -794,9 +782,6 @@ func (t *Table) stageRewrite(ctx context.Context, tbl *table.Table, tasks []tabl
 			return t.commitRowDelta(ctx, tbl, table.MainBranch, d, props, nil)
 		}
 		return commit, len(dead), nil
-	}
-	if len(kept.added) > 0 {
-		return nil, 0, fmt.Errorf("compact %s: staged rows left in place with position delete files to merge or rebase; this is a bug", t.ID)
 	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {

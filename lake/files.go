@@ -249,7 +249,7 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, out *fileOut, 
 			return groups, nil
 		}
 		return stageSparse(groups, out.stageAbove)
-	}, nil, nil)
+	}, nil)
 }
 
 // yieldBatch is the number of partition files a write that may yield
@@ -259,11 +259,9 @@ const yieldBatch = 32
 // writeSplit is writeFiles with the choice of the partitions whose rows are
 // staged (out.stage) made by split. When yield is set, the partition files
 // are written yieldBatch at a time, and once yield returns true the rows of
-// the partitions not written yet are staged instead. When keep is set, the
-// rows to stage are handed to it (their indexes in rows) instead of being
-// written.
+// the partitions not written yet are staged instead.
 func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, rows []cdcsync.Row, locs []rowLoc,
-	split func([]*group) (kept []*group, staged *group), yield func() bool, keep func(idx []int)) ([]iceberg.DataFile, error) {
+	split func([]*group) (kept []*group, staged *group), yield func() bool) ([]iceberg.DataFile, error) {
 	groups, err := out.part.groupRows(rows)
 	if err != nil {
 		return nil, fmt.Errorf("partition the rows of %s: %w", t.ID, err)
@@ -305,10 +303,6 @@ func (t *Table) writeSplit(ctx context.Context, tbl *table.Table, out *fileOut, 
 		}
 	}
 	if staged == nil {
-		return files, nil
-	}
-	if keep != nil {
-		keep(staged.rows)
 		return files, nil
 	}
 	sw, err := t.newFileWriter(ctx, tbl, out.stage)

@@ -318,36 +318,6 @@ type liveReader struct {
 	// read holds, for each file read whole, the ordinal (among the rows
 	// yielded) of its first row and the positions dropped by position.
 	read map[string]readFile
-	// spans are the files whose reading began, in order, with the
-	// ordinal of the first row read of each (staged.go keeps the rows of
-	// a file it did not move where they are).
-	spans []readSpan
-}
-
-// readSpan is a file a liveReader began to read: the ordinal of its first
-// live row among the rows yielded, the positions it drops (sorted), and
-// its rows; exact as in readFile, false when equality deletes may drop
-// rows too.
-type readSpan struct {
-	file  iceberg.DataFile
-	first int64
-	gone  []int64
-	exact bool
-}
-
-// each calls fn with the ordinal among the live rows (from 0) and the
-// position of each live row of the file, in order.
-func (s *readSpan) each(fn func(j, pos int64)) {
-	gone := s.gone
-	var j int64
-	for pos := range s.file.Count() {
-		if len(gone) > 0 && gone[0] == pos {
-			gone = gone[1:]
-			continue
-		}
-		fn(j, pos)
-		j++
-	}
 }
 
 // readLive reads the data files of g newest first, without the rows that
@@ -423,7 +393,6 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 			}
 			gone := pos.of(tk.File.FilePath())
 			first := rd.handed
-			rd.spans = append(rd.spans, readSpan{file: tk.File, first: first, gone: slices.Clone(gone), exact: len(tk.EqualityDeleteFiles) == 0})
 			for _, d := range tk.EqualityDeleteFiles {
 				if loaded[d.FilePath()] {
 					continue

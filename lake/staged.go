@@ -122,27 +122,17 @@ func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema,
 // in a new staged file that replaces the old ones. A position or dv run
 // holds the table's commit lock, which bounds the time epochs wait for it.
 //
-// In dv mode the rows a run does not move stay where they are instead:
-// the run stops reading there, and deletes the rows it moved from their
-// staged files with deletion vectors (kept), which replace the files'
-// vectors (the run holds the commit lock, so they are the ones it read).
-// Writing the rest again cost the lock more than moving the rows did, once
-// the staged rows of several epochs waited (issue 23).
-//
 // moved (nil: none) gets the keys of the rows written, for the key index.
 // Once yield returns true (it is asked every yieldBatch partition files)
-// the rows not written yet are staged again, or kept.
+// the rows not written yet are staged again.
 func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int,
-	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, kept stagedDVs, err error) {
+	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, err error) {
 	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
 	whole := wholeFiles(g)
 	// A v3 table's rows keep their row lineage: read with each row's
 	// _row_id and _last_updated_sequence_number, and written with them.
 	lineage := tbl.Metadata().Version() >= 3 && !slices.ContainsFunc(whole.Tasks, func(tk table.FileScanTask) bool {
 		return tk.FirstRowID == nil || tk.DataSequenceNumber == nil // a file from before an upgrade to v3
-	})
-	inPlace := t.mode == DeletesDV && !slices.ContainsFunc(whole.Tasks, func(tk table.FileScanTask) bool {
-		return len(tk.EqualityDeleteFiles) > 0 || len(tk.DeleteFiles) > 0 // rows dropped whose positions are not known
 	})
 	// The rows are copied out of the batches (rowsFromBatch): the reader's
 	// buffers are recycled.
@@ -152,13 +142,12 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		rd, err = readLive(ctx, tbl, whole, shared, false, writeBuffers)
 	}
 	if err != nil {
-		return res, kept, err
+		return res, err
 	}
 	defer func() {
 		if err != nil {
 			t.removeFiles(ctx, tbl, res.NewDataFiles)
-			t.removeFiles(ctx, tbl, kept.added)
-			res.NewDataFiles, kept = nil, stagedDVs{}
+			res.NewDataFiles = nil
 		}
 	}()
 	out := *t.partFile
@@ -167,11 +156,11 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	if lineage {
 		part, err := withLineage(t.partFile, t.Schema, tbl.Metadata().Properties())
 		if err != nil {
-			return res, kept, err
+			return res, err
 		}
 		stage, err := withLineage(t.stageFile, t.Schema, tbl.Metadata().Properties())
 		if err != nil {
-			return res, kept, err
+			return res, err
 		}
 		out, out.stage = *part, stage
 		extra = lineageColumns
@@ -186,22 +175,12 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		budget -= len(kept)
 		return kept, staged
 	}
-	var (
-		written  []bool // by ordinal among the rows read: moved to a partition
-		nWritten int64
-		left     []int // in place: the rows of a chunk not moved
-	)
-	var keep func([]int)
-	if inPlace {
-		keep = func(idx []int) { left = idx }
-	}
-	err = inChunks(rd.records, t.Schema, extra, nil, func(rows []cdcsync.Row) error {
+	if err := inChunks(rd.records, t.Schema, extra, nil, func(rows []cdcsync.Row) error {
 		var locs []rowLoc
 		if moved != nil {
 			locs = make([]rowLoc, len(rows))
 		}
-		left = nil
-		files, err := t.writeSplit(ctx, tbl, &out, rows, locs, split, yield, keep)
+		files, err := t.writeSplit(ctx, tbl, &out, rows, locs, split, yield)
 		res.NewDataFiles = append(res.NewDataFiles, files...)
 		if err != nil {
 			return err
@@ -214,112 +193,22 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 			}
 			rows = keyed
 		}
-		if inPlace {
-			stays := make([]bool, len(rows))
-			for _, i := range left {
-				stays[i] = true
-			}
-			var wrows []cdcsync.Row
-			var wlocs []rowLoc
-			for i, r := range rows {
-				written = append(written, !stays[i])
-				if !stays[i] {
-					nWritten++
-					wrows = append(wrows, r)
-					if locs != nil {
-						wlocs = append(wlocs, locs[i])
-					}
-				}
-			}
-			rows, locs = wrows, wlocs
-		}
-		if err := moved.add(t.Schema, files, rows, locs); err != nil {
-			return err
-		}
-		if len(left) > 0 {
-			return errStopMoving // the budget is spent, or the run yields
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStopMoving) {
-		return res, kept, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
+		return moved.add(t.Schema, files, rows, locs)
+	}); err != nil {
+		return res, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
 	}
-	want := rd.handed
-	if inPlace {
-		want = nWritten
-	}
-	if err := checkRowCount(res.NewDataFiles, want); err != nil {
-		return res, kept, fmt.Errorf("staged rows of %s: %w", t.ID, err)
+	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
+		return res, fmt.Errorf("staged rows of %s: %w", t.ID, err)
 	}
 	for _, f := range res.NewDataFiles {
 		res.BytesAfter += f.FileSizeBytes()
 	}
-	dvsOf := map[string][]iceberg.DataFile{}
 	for _, tk := range whole.Tasks {
-		dvsOf[tk.File.FilePath()] = tk.DeletionVectorFiles
-	}
-	gone := func(f iceberg.DataFile) {
-		res.OldDataFiles = append(res.OldDataFiles, f)
+		res.OldDataFiles = append(res.OldDataFiles, tk.File)
 		// A deletion vector names one data file: it goes with it.
-		res.SafeDeletionVectors = append(res.SafeDeletionVectors, dvsOf[f.FilePath()]...)
+		res.SafeDeletionVectors = append(res.SafeDeletionVectors, tk.DeletionVectorFiles...)
 	}
-	if !inPlace {
-		for _, tk := range whole.Tasks {
-			gone(tk.File)
-		}
-		return res, kept, nil
-	}
-	set := newDVSet()
-	meta := tbl.Metadata()
-	for i := range rd.spans {
-		sp := &rd.spans[i]
-		live := sp.file.Count() - int64(len(sp.gone))
-		var n int64
-		for o := sp.first; o < sp.first+live && o < int64(len(written)); o++ {
-			if written[o] {
-				n++
-			}
-		}
-		switch {
-		case n == live:
-			gone(sp.file)
-		case n > 0:
-			vals, err := partitionTuple(meta, sp.file)
-			if err != nil {
-				return res, kept, err
-			}
-			sp.each(func(j, pos int64) {
-				if o := sp.first + j; o < int64(len(written)) && written[o] {
-					set.add(posTarget{path: sp.file.FilePath(), pos: pos, spec: int(sp.file.SpecID()), values: vals})
-				}
-			})
-			kept.partial = append(kept.partial, sp.file)
-		}
-	}
-	if !set.empty() {
-		if kept.added, kept.superseded, err = t.writeDVs(ctx, tbl, set); err != nil {
-			return res, kept, fmt.Errorf("delete the moved rows of %s from its staged files: %w", t.ID, err)
-		}
-	}
-	return res, kept, nil
-}
-
-// errStopMoving stops a run over staged rows that keeps the rest in place.
-var errStopMoving = errors.New("the rest of the staged rows stay")
-
-// stagedDVs are the deletion vectors that a run over staged rows in dv
-// mode adds to the staged files it moved only some rows of (partial), to
-// delete those rows there, and the vectors they replace.
-type stagedDVs struct {
-	added, superseded, partial []iceberg.DataFile
-}
-
-func (s stagedDVs) plus(o stagedDVs) stagedDVs {
-	return stagedDVs{
-		added:      append(slices.Clip(s.added), o.added...),
-		superseded: append(slices.Clip(s.superseded), o.superseded...),
-		partial:    append(slices.Clip(s.partial), o.partial...),
-	}
+	return res, nil
 }
 
 // wholeFiles returns g with one task per data file, covering all of it

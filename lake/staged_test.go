@@ -161,8 +161,14 @@ func TestStagedRows(t *testing.T) {
 // partition files for staged rows, stages the others again, stays due,
 // and drains them over several runs.
 func TestStagedRowsBoundedRuns(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV} {
+		t.Run(mode, func(t *testing.T) { testStagedRowsBoundedRuns(t, mode) })
+	}
+}
+
+func testStagedRowsBoundedRuns(t *testing.T, mode string) {
 	ctx := context.Background()
-	tb := dayTable(t, "")
+	tb := dayTable(t, mode)
 	model := map[int64]cdcsync.Row{}
 	var rows []cdcsync.Row
 	for id := int64(1); id <= 1000; id++ {
@@ -477,7 +483,8 @@ func TestStagedRowsMaxLock(t *testing.T) {
 		model[id] = orderRow(id, id, "v0")
 		rows = append(rows, model[id])
 	}
-	epochCommits(t, tb)(nil, rows) // 300 days: staged
+	commit := epochCommits(t, tb)
+	commit(nil, rows) // 300 days: staged
 	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
 	spec := tb.Iceberg().Metadata().PartitionSpec()
 	staged, parted := int32(unpart.ID()), int32(spec.ID())
@@ -489,6 +496,7 @@ func TestStagedRowsMaxLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertOrders(t, tb.Iceberg(), model)
+		checkTotals(t, tb.current())
 		files := liveDataFiles(t, tb.Iceberg())
 		if want := min(run*yieldBatch, 300); files[parted] != want || res.Yielded != (want < 300) {
 			t.Fatalf("after run %d (yielded: %v): data files by spec %v, want %d partition files (spec %d)", run, res.Yielded, files, want, parted)
@@ -497,4 +505,19 @@ func TestStagedRowsMaxLock(t *testing.T) {
 			break
 		}
 	}
+	// Updates of every order and deletes of some: the key index followed
+	// each run.
+	var dels []cdcsync.Row
+	rows = rows[:0]
+	for id := int64(1); id <= 300; id++ {
+		dels = append(dels, model[id])
+		if id%7 == 0 {
+			delete(model, id)
+			continue
+		}
+		model[id] = orderRow(id, id, "v1")
+		rows = append(rows, model[id])
+	}
+	commit(dels, rows)
+	assertOrders(t, tb.Iceberg(), model)
 }

@@ -238,12 +238,7 @@ func TestSwitchToDV(t *testing.T) {
 // of deletion vectors and a compaction that clears the equality deletes.
 func TestSwitchEqualityToDV(t *testing.T) {
 	ctx := context.Background()
-	e := newKVMode(t, "p", DeletesEquality)
-	e.commit(nil, keys(1, 100), "v0", nil)
-	e.commit(nil, keys(1, 20), "v1", []int64{30, 31})
-
-	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
-	tb := e.reopen()
+	e, tb := switchedToDV(t)
 	if tb.mode != DeletesDV || tb.current().Metadata().Version() != 3 {
 		t.Fatalf("an equality table with the rule dv is in %s mode, v%d; want dv, v3", tb.mode, tb.current().Metadata().Version())
 	}
@@ -339,4 +334,15 @@ func TestDVCompactionPlansBeforeTheLock(t *testing.T) {
 		t.Fatalf("compaction: %+v, %v (epoch landed: %v); want it committed after the epoch", res, err, landed)
 	}
 	e.assertModel(e.tbl.current())
+}
+
+// switchedToDV returns a table with equality deletes, reopened with the
+// rule deletes: dv.
+func switchedToDV(t *testing.T) (*kvEnv, *Table) {
+	t.Helper()
+	e := newKVMode(t, "p", DeletesEquality)
+	e.commit(nil, keys(1, 100), "v0", nil)
+	e.commit(nil, keys(1, 20), "v1", []int64{30, 31})
+	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
+	return e, e.reopen()
 }

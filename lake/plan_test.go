@@ -8,7 +8,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
-	"github.com/cdcsync/cdcsync/config"
 )
 
 // planOf is a plan by data file path: its deletion vectors (by dvKey), data
@@ -141,11 +140,7 @@ func TestPlanDVMatchesScanPlanning(t *testing.T) {
 // until then its plans are iceberg-go's, after that the cache's.
 func TestPlanDVLeavesOtherDeletesToIceberg(t *testing.T) {
 	ctx := context.Background()
-	e := newKVMode(t, "p", DeletesEquality)
-	e.commit(nil, keys(1, 100), "v0", nil)
-	e.commit(nil, keys(1, 20), "v1", []int64{30, 31})
-	e.cfg.Tables = append(e.cfg.Tables, config.TableRule{Match: "shop.kv", Deletes: DeletesDV})
-	tb := e.reopen()
+	e, tb := switchedToDV(t)
 	e.randomEpoch(rand.New(rand.NewPCG(1, 2)), tb, 120)
 	if _, ok, err := tb.state.manifests.planDV(ctx, tb.current()); err != nil || ok {
 		t.Fatalf("a snapshot with equality deletes planned from the cache: ok %v, %v", ok, err)

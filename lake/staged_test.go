@@ -432,14 +432,7 @@ func TestCompactionYieldsToEpoch(t *testing.T) {
 func TestStagedRowsYieldToEpoch(t *testing.T) {
 	ctx := context.Background()
 	tb := dayTable(t, DeletesDV)
-	model := map[int64]cdcsync.Row{}
-	commit := epochCommits(t, tb)
-	var rows []cdcsync.Row
-	for id := int64(1); id <= 300; id++ {
-		model[id] = orderRow(id, id, "v0")
-		rows = append(rows, model[id])
-	}
-	commit(nil, rows) // 300 days: staged
+	model, commit := stagedOrders(t, tb)
 	o := testOpts()
 	var done <-chan struct{}
 	o.Fault, done = epochAtFirstGroup(tb, func() {
@@ -452,9 +445,7 @@ func TestStagedRowsYieldToEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
-	spec := tb.Iceberg().Metadata().PartitionSpec()
-	staged, parted := int32(unpart.ID()), int32(spec.ID())
+	staged, parted := specIDs(tb)
 	files := liveDataFiles(t, tb.Iceberg())
 	if !res.Yielded || files[staged] != 1 || files[parted] != yieldBatch+1 {
 		t.Errorf("after a run that yielded (%v): data files by spec %v, want %d partition files (spec %d) and the epoch's, the rest staged again (spec %d)",
@@ -477,17 +468,8 @@ func TestStagedRowsYieldToEpoch(t *testing.T) {
 func TestStagedRowsMaxLock(t *testing.T) {
 	ctx := context.Background()
 	tb := dayTable(t, DeletesDV)
-	model := map[int64]cdcsync.Row{}
-	var rows []cdcsync.Row
-	for id := int64(1); id <= 300; id++ {
-		model[id] = orderRow(id, id, "v0")
-		rows = append(rows, model[id])
-	}
-	commit := epochCommits(t, tb)
-	commit(nil, rows) // 300 days: staged
-	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
-	spec := tb.Iceberg().Metadata().PartitionSpec()
-	staged, parted := int32(unpart.ID()), int32(spec.ID())
+	model, commit := stagedOrders(t, tb)
+	staged, parted := specIDs(tb)
 	o := testOpts()
 	o.MaxLock = time.Nanosecond
 	for run := 1; ; run++ {
@@ -507,8 +489,7 @@ func TestStagedRowsMaxLock(t *testing.T) {
 	}
 	// Updates of every order and deletes of some: the key index followed
 	// each run.
-	var dels []cdcsync.Row
-	rows = rows[:0]
+	var dels, rows []cdcsync.Row
 	for id := int64(1); id <= 300; id++ {
 		dels = append(dels, model[id])
 		if id%7 == 0 {
@@ -520,4 +501,27 @@ func TestStagedRowsMaxLock(t *testing.T) {
 	}
 	commit(dels, rows)
 	assertOrders(t, tb.Iceberg(), model)
+}
+
+// stagedOrders commits 300 orders of 300 days to tb as its first epoch
+// (staged) and returns them, by id, and tb's epoch commits.
+func stagedOrders(t *testing.T, tb *Table) (map[int64]cdcsync.Row, func(dels, rows []cdcsync.Row)) {
+	t.Helper()
+	model := map[int64]cdcsync.Row{}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 300; id++ {
+		model[id] = orderRow(id, id, "v0")
+		rows = append(rows, model[id])
+	}
+	commit := epochCommits(t, tb)
+	commit(nil, rows)
+	return model, commit
+}
+
+// specIDs returns the ids of tb's unpartitioned spec (its staged files')
+// and of its partition spec.
+func specIDs(tb *Table) (staged, parted int32) {
+	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
+	spec := tb.Iceberg().Metadata().PartitionSpec()
+	return int32(unpart.ID()), int32(spec.ID())
 }

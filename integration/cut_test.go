@@ -185,8 +185,14 @@ func TestCutIsConsistent(t *testing.T) {
 		t.Errorf("cut as of a time before the pipeline: exit %d, %s", code, out)
 	}
 
-	// A tagged cut, read by DuckDB with the SQL cut prints.
+	// A tagged cut, read by DuckDB with the SQL cut prints. cut hands the
+	// tag to the daemon, which pauses each table's commits for it: from
+	// here, the tag's commit raced the epochs every 200 ms and, on a busy
+	// machine, lost every try for a minute.
 	c = cutNow("--tag", "it-cut-1", "--tag-keep", "168h")
+	if out := p.output(); !strings.Contains(out, "cut tagged on request of the admin listener") || !strings.Contains(out, "it-cut-1") {
+		t.Errorf("the daemon did not tag it-cut-1 (cdcsync cut should find it on its admin socket); output:\n%s", p.output())
+	}
 	out, code := runCLI(t, "cut", "--config", e.cfgPath, "--epoch", strconv.FormatInt(c.Epoch, 10), "--format", "duckdb")
 	if code != 0 || strings.Count(out, "iceberg_scan(") != 2 {
 		t.Fatalf("cut --format duckdb (exit %d):\n%s", code, out)

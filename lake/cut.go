@@ -254,7 +254,23 @@ func (l *Lake) EpochAsOf(ctx context.Context, t time.Time) (int64, error) {
 // TagCut tags every table's snapshot of cut with name, so that the cut can
 // be read again by name and snapshot expiry keeps it. keep is how long the
 // tag is kept (0: until it is removed).
+//
+// In the daemon (the lake runs a session's sink), each table's commits
+// pause while its tag is committed: an epoch or compaction commit landing
+// between the catalog's read of the metadata and its write would fail the
+// tag's commit, and with epochs committed back to back (a short
+// epoch.interval, a busy machine) it could fail every try. Elsewhere
+// (cdcsync cut without a daemon to ask) a lost race is tried again.
 func (l *Lake) TagCut(ctx context.Context, cut Cut, name string, keep time.Duration) error {
+	var hold func(cdcsync.TableID) func()
+	if s := l.sink.Load(); s != nil {
+		hold = s.holdCommits
+	}
+	return l.tagCut(ctx, cut, name, keep, hold)
+}
+
+// tagCut is TagCut, holding each table's commits with hold (nil: none).
+func (l *Lake) tagCut(ctx context.Context, cut Cut, name string, keep time.Duration, hold func(cdcsync.TableID) func()) error {
 	ctx = l.Scope(ctx)
 	if name == "" || name == table.MainBranch || name == CopyBranch {
 		return fmt.Errorf("a cut cannot be tagged %q: choose another name, e.g. cut-2026-12-03", name)
@@ -264,25 +280,47 @@ func (l *Lake) TagCut(ctx context.Context, cut Cut, name string, keep time.Durat
 		age = keep.Milliseconds()
 	}
 	for _, t := range cut.Tables {
-		ident := table.Identifier(strings.Split(t.Iceberg, "."))
-		// The daemon commits meanwhile (back to back while it catches
-		// up): a commit that lost the race is staged again on the
-		// reloaded table, after a short random pause, for up to a minute.
-		// Other errors (a busy SQLite catalog) are tried ten times.
-		var err error
-		for try, deadline := 0, time.Now().Add(time.Minute); ; try++ {
-			err = l.tag(ctx, ident, t, name, age)
-			if err == nil || errors.Is(err, errTagTaken) || ctx.Err() != nil || time.Now().After(deadline) ||
-				(!errors.Is(err, table.ErrCommitFailed) && try >= 9) {
-				break
-			}
-			time.Sleep(time.Duration(10+rand.IntN(90)) * time.Millisecond)
+		resume := func() {}
+		if hold != nil {
+			resume = hold(t.ID)
 		}
+		err := l.tagTable(ctx, t, name, age)
+		resume()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tagTableTries bounds how long a tag is tried again while other commits
+// win the race for the table's metadata.
+var tagTableTries = time.Minute
+
+// tagTable tags one table's snapshot of a cut. A commit that lost the race
+// to another (the daemon commits meanwhile, back to back while it catches
+// up) is staged again on the reloaded table, after a short random pause,
+// for up to a minute. Other errors (a busy SQLite catalog) are tried ten
+// times.
+func (l *Lake) tagTable(ctx context.Context, t CutTable, name string, age int64) error {
+	ident := table.Identifier(strings.Split(t.Iceberg, "."))
+	lost := 0
+	for try, deadline := 0, time.Now().Add(tagTableTries); ; try++ {
+		err := l.tag(ctx, ident, t, name, age)
+		if errors.Is(err, table.ErrCommitFailed) {
+			lost++
+		}
+		switch {
+		case err == nil || errors.Is(err, errTagTaken) || ctx.Err() != nil:
+			return err
+		case time.Now().After(deadline) && lost > 0:
+			return fmt.Errorf("%w; other commits to %s won the race for its metadata %d times in %s: tag the cut through the running daemon "+
+				"(cdcsync cut finds it on admin.listen), or when the table is quieter", err, t.Iceberg, lost, tagTableTries)
+		case time.Now().After(deadline) || (!errors.Is(err, table.ErrCommitFailed) && try >= 9):
+			return err
+		}
+		time.Sleep(time.Duration(10+rand.IntN(90)) * time.Millisecond)
+	}
 }
 
 var errTagTaken = errors.New("the tag name is taken")
@@ -361,7 +399,9 @@ func (l *Lake) tagScheduledCut(ctx context.Context, epoch int64) {
 		return
 	}
 	if err == nil {
-		err = l.TagCut(ctx, cut, name, ct.keep)
+		// No hold: this runs on the pipeline's goroutine, which must not
+		// wait for a slow table's commit; a lost race is tried again.
+		err = l.tagCut(ctx, cut, name, ct.keep, nil)
 	}
 	switch {
 	case err == nil:

@@ -3,11 +3,17 @@ package lake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
+	"github.com/cdcsync/cdcsync/metrics"
 )
 
 // TestScheduledCutTags: with cut.tag_every, the first checkpoint of each
@@ -118,6 +124,106 @@ func TestOutsideCarried(t *testing.T) {
 	for _, c := range [][2]int64{{2, 2}, {3, 2}, {4, 2}, {5, 2}, {6, 2}, {7, 7}, {9, 9}, {10, 9}, {11, 11}} {
 		if got := outsideCarried(c[0], late); got != c[1] {
 			t.Errorf("outsideCarried(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+}
+
+// slowTagCatalog is a catalog whose commits of a tag take a while between
+// reading the table's metadata and writing it, as a busy machine's do
+// (the SQL catalog's read, new metadata file and conditional update): long
+// enough for an epoch to land if one can (up to a second), which fails the
+// tag's commit, as it does there.
+type slowTagCatalog struct {
+	catalog.Catalog
+}
+
+func (c slowTagCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, upd []table.Update) (table.Metadata, string, error) {
+	// A tag's commit is a ref update alone; an epoch's adds a snapshot.
+	if len(upd) == 1 && upd[0].Action() == table.UpdateSetSnapshotRef {
+		before, err := c.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, "", err
+		}
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			now, err := c.LoadTable(ctx, ident)
+			if err != nil {
+				return nil, "", err
+			}
+			if now.MetadataLocation() != before.MetadataLocation() {
+				return nil, "", fmt.Errorf("%w: table %v metadata-location moved underneath us", table.ErrCommitFailed, ident)
+			}
+		}
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, upd)
+}
+
+// TestTagCutHoldsCommits: a cut tagged through the daemon's lake (cdcsync
+// cut --tag finds the daemon) pauses the table's commits while the tag is
+// committed, so a tag whose catalog commit is slow is not lost to epochs
+// committed back to back. Tagged from another process, such a tag loses
+// every try, and the error says to go through the daemon.
+func TestTagCutHoldsCommits(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.lk.cat = slowTagCatalog{e.lk.cat}
+	e.commit(nil, keys(1, 10), "a", nil)
+	snap := e.tbl.current().CurrentSnapshot().SnapshotID
+	cut := Cut{Epoch: e.epoch, Tables: []CutTable{{ID: e.tbl.ID, Iceberg: "shop.kv", Snapshot: snap}}}
+
+	// Epochs back to back, as a daemon catching up commits them.
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	var epochs atomic.Int64
+	go func() {
+		for n := e.epoch + 1; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			d, r := e.change(keys(n%10+1, n%10+1), fmt.Sprint("v", n), nil)
+			if err := e.tbl.Commit(ctx, Epoch{Number: n, Pos: pos(n)}, d, r, nil); err != nil {
+				done <- fmt.Errorf("commit epoch %d: %w", n, err)
+				return
+			}
+			epochs.Add(1)
+		}
+	}()
+	defer func() {
+		close(stop)
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for epochs.Load() < 3 {
+		time.Sleep(time.Millisecond)
+	}
+
+	defer func(d time.Duration) { tagTableTries = d }(tagTableTries)
+	tagTableTries = 3 * time.Second
+	// From another process (no sink to hold): every try loses.
+	err := e.lk.TagCut(ctx, cut, "elsewhere", 0)
+	if err == nil || !errors.Is(err, table.ErrCommitFailed) || !strings.Contains(err.Error(), "tag the cut through the running daemon") {
+		t.Fatalf("a tag committed beside epochs back to back: %v; want it lost, with the way out", err)
+	}
+	// The daemon's lake holds the table's commits.
+	e.lk.NewSink(map[cdcsync.TableID]*Table{e.tbl.ID: e.tbl}, metrics.New(), nil)
+	before := epochs.Load()
+	if err := e.lk.TagCut(ctx, cut, "cut-1", 24*time.Hour); err != nil {
+		t.Fatalf("tag through the daemon's lake: %v", err)
+	}
+	tbl, err := e.lk.LoadTable(ctx, e.lk.Identifier("shop", "kv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tbl.Metadata().SnapshotByName("cut-1"); s == nil || s.SnapshotID != snap {
+		t.Fatalf("tag cut-1 is on %+v, want snapshot %d", s, snap)
+	}
+	// The epochs went on once the tag was in.
+	for deadline := time.Now().Add(10 * time.Second); epochs.Load() < before+3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no epoch committed after the tag (%d before it, %d now)", before, epochs.Load())
 		}
 	}
 }

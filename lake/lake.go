@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -85,6 +86,9 @@ type Lake struct {
 	// cutTags tags consistent cuts on a schedule (cut.tag_every); nil
 	// when none is configured.
 	cutTags *cutTags
+	// sink is the session's sink once the pipeline runs (NewSink): a cut
+	// tagged on request (TagCut) holds its tables' commits meanwhile.
+	sink atomic.Pointer[Sink]
 }
 
 // SetKeyIndex gives the tables opened afterwards their key indexes in db

@@ -45,7 +45,22 @@ func (l *Lake) NewSink(tables map[cdcsync.TableID]*Table, m *metrics.Metrics, ma
 	for id := range tables {
 		s.observe(id)
 	}
+	l.sink.Store(s)
 	return s
+}
+
+// holdCommits waits for the commits to table id (epochs, compaction) to
+// pause, and returns what resumes them. A commit that comes meanwhile
+// waits, and a compaction run that holds the lock yields as to an epoch.
+func (s *Sink) holdCommits(id cdcsync.TableID) (resume func()) {
+	t := s.table(id)
+	if t == nil {
+		return func() {}
+	}
+	t.state.epochsWaiting.Add(1)
+	t.state.commitMu.Lock()
+	t.state.epochsWaiting.Add(-1)
+	return t.state.commitMu.Unlock
 }
 
 // table returns a table of the session, nil when it has none (any more).

@@ -18,13 +18,13 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 )
 
 // adminServer is the admin listener of `cdcsync run` (admin.listen): POST
-// /v1/resync, POST /v1/repair and, with admin.pprof, Go's profiles under
-// /debug/pprof/. It
-// is apart from http.listen, which a Prometheus setup may expose, and
+// /v1/resync, POST /v1/repair, POST /v1/tag and, with admin.pprof, Go's
+// profiles under /debug/pprof/. It is apart from http.listen, which a Prometheus setup may expose, and
 // takes requests from programs only (cdcsync resync, curl): a request a
 // web page makes is refused, so a page open in a browser on the same
 // machine cannot make cdcsync copy a table.
@@ -45,6 +45,9 @@ type adminAPI interface {
 	// repair copies chosen rows afresh and returns once they are committed
 	// (cdcsync verify --repair).
 	repair(ctx context.Context, id cdcsync.TableID, keys [][]any) (merge.RepairResult, error)
+	// tag tags the snapshots of a cut while their tables' commits pause
+	// (cdcsync cut --tag).
+	tag(ctx context.Context, cut lake.Cut, name string, keep time.Duration) error
 }
 
 func serveAdmin(cfg *config.Config, api adminAPI, log *slog.Logger) (*adminServer, error) {
@@ -155,6 +158,28 @@ func adminHandler(token string, pprofOn bool, api adminAPI, log *slog.Logger) ht
 			"upserted", res.Upserted, "deleted", res.Deleted, "skipped", res.Skipped, "epoch", res.Epoch)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(repairAnswer(res))
+	})
+	mux.HandleFunc("/v1/tag", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, `use POST /v1/tag with {"tag": NAME, "keep": DURATION, "tables": [...]}`, http.StatusMethodNotAllowed)
+			return
+		}
+		req, cut, keep, err := decodeTagRequest(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := api.tag(r.Context(), cut, req.Tag, keep); err != nil {
+			code := http.StatusConflict
+			if errors.Is(err, errNotRunning) {
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		log.Info("cut tagged on request of the admin listener", "tag", req.Tag, "tables", len(cut.Tables), "keep", keep)
+		fmt.Fprintf(w, "tagged %d tables %q\n", len(cut.Tables), req.Tag)
 	})
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

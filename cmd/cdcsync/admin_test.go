@@ -18,9 +18,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/config"
+	"github.com/cdcsync/cdcsync/lake"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
 )
@@ -47,6 +49,7 @@ type resyncRecorder struct {
 	mu   sync.Mutex
 	ids  []string
 	keys [][]any // of repairs
+	tags []string
 	err  error
 }
 
@@ -69,6 +72,19 @@ func (r *resyncRecorder) repair(_ context.Context, id cdcsync.TableID, keys [][]
 	r.ids = append(r.ids, id.String())
 	r.keys = append(r.keys, keys...)
 	return merge.RepairResult{Epoch: 7, Upserted: len(keys)}, nil
+}
+
+func (r *resyncRecorder) tag(_ context.Context, cut lake.Cut, name string, keep time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	for _, t := range cut.Tables {
+		r.ids = append(r.ids, fmt.Sprintf("%s=%s@%d", t.ID, t.Iceberg, t.Snapshot))
+	}
+	r.tags = append(r.tags, fmt.Sprintf("%s/%s", name, keep))
+	return nil
 }
 
 func (r *resyncRecorder) calls() int {
@@ -260,6 +276,65 @@ func TestAdminRepair(t *testing.T) {
 	client2, _ := newAdminClient(&cfg2.Admin)
 	if _, err := client2.repair(context.Background(), id, keys); err == nil || !strings.Contains(err.Error(), "--repair goes through the running daemon") || !strings.Contains(err.Error(), "cdcsync resync a.t") {
 		t.Errorf("repair without a daemon: %v", err)
+	}
+}
+
+// TestAdminTag: cdcsync cut --tag hands the cut to the daemon, which tags
+// it; a daemon that is not streaming, or none at all, leaves it to cut.
+func TestAdminTag(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	cfg := adminTestConfig(t, "  listen: "+sock+"\n")
+	rec := &resyncRecorder{}
+	startAdmin(t, cfg, rec)
+	client, err := newAdminClient(&cfg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := lake.Cut{Epoch: 9, Tables: []lake.CutTable{
+		{ID: cdcsync.TableID{Database: "a", Table: "t"}, Iceberg: "a.t", Snapshot: 11},
+		{ID: cdcsync.TableID{Database: "a", Table: "u"}, Iceberg: "ns.a_u", Snapshot: 12},
+	}}
+	if err := client.tag(context.Background(), cut, "cut-1", 168*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(rec.ids, rec.tags), "[a.t=a.t@11 a.u=ns.a_u@12] [cut-1/168h0m0s]"; got != want {
+		t.Errorf("the daemon got %s, want %s", got, want)
+	}
+
+	rec.err = errNotRunning
+	var ns notStreamingError
+	if err := client.tag(context.Background(), cut, "cut-2", 0); !errors.As(err, &ns) {
+		t.Errorf("tag while the pipeline restarts: %v, want the answer of a daemon not streaming", err)
+	}
+	rec.err = errors.New("table a.t already has a tag or branch \"cut-2\"")
+	if err := client.tag(context.Background(), cut, "cut-2", 0); err == nil || !strings.Contains(err.Error(), "already has a tag") || errors.As(err, &ns) {
+		t.Errorf("tag refused by the daemon: %v", err)
+	}
+	rec.err = nil
+	c := unixClient(sock)
+	for _, tc := range []struct {
+		method, body string
+		code         int
+		want         string
+	}{
+		{"GET", "", 405, "use POST /v1/tag"},
+		{"POST", "{", 400, `the body must be {"tag": NAME`},
+		{"POST", `{"tag": "x", "tables": []}`, 400, "names no table"},
+		{"POST", `{"tag": "x", "keep": "a week", "tables": [{"table": "a.t", "iceberg": "a.t", "snapshot_id": 1}]}`, 400, `keep "a week" is not a duration`},
+		{"POST", `{"tag": "x", "tables": [{"table": "t", "iceberg": "a.t", "snapshot_id": 1}]}`, 400, "DB.TABLE"},
+		{"POST", `{"tag": "x", "tables": [{"table": "a.t", "iceberg": "t", "snapshot_id": 1}]}`, 400, "NAMESPACE.TABLE and a snapshot_id"},
+	} {
+		if code, body := do(t, c, tc.method, "http://cdcsync/v1/tag", map[string]string{"Content-Type": "application/json"}, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %q: %d %q; want %d and %q", tc.method, tc.body, code, body, tc.code, tc.want)
+		}
+	}
+
+	// No daemon: cut tags by itself.
+	cfg2 := adminTestConfig(t, "  listen: "+filepath.Join(t.TempDir(), "none.sock")+"\n")
+	client2, _ := newAdminClient(&cfg2.Admin)
+	var ue unreachableError
+	if err := client2.tag(context.Background(), cut, "cut-3", 0); !errors.As(err, &ue) {
+		t.Errorf("tag without a daemon: %v, want unreachable", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,7 +51,7 @@ func runCut(ctx context.Context, cfg *config.Config, o cutOptions, stdout, stder
 		return exitError{1, err}
 	}
 	if o.tag != "" {
-		if err := lk.TagCut(ctx, cut, o.tag, o.keep); err != nil {
+		if err := tagCut(ctx, cfg, lk, cut, o.tag, o.keep, stderr); err != nil {
 			return exitError{1, err}
 		}
 	}
@@ -102,6 +103,104 @@ func runCut(ctx context.Context, cfg *config.Config, o cutOptions, stdout, stder
 		return tw.Flush()
 	}
 	return nil
+}
+
+// tagCut tags the cut's snapshots through the running daemon when one
+// answers on admin.listen: it pauses each table's commits while the tag is
+// committed, where a tag committed from here races the daemon's commits
+// (with epochs back to back it can lose every try). Without a daemon, or
+// one not streaming, the tag is committed from here.
+func tagCut(ctx context.Context, cfg *config.Config, lk *lake.Lake, cut lake.Cut, name string, keep time.Duration, stderr io.Writer) error {
+	if cfg.Admin.Network() != "" {
+		c, err := newAdminClient(&cfg.Admin)
+		if err != nil {
+			return err
+		}
+		err = c.tag(ctx, cut, name, keep)
+		var ue unreachableError
+		var ns notStreamingError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ue), errors.As(err, &ns):
+			fmt.Fprintf(stderr, "cdcsync: no streaming daemon takes the tag (%v); tagging from here\n", err)
+		default:
+			return err
+		}
+	}
+	return lk.TagCut(ctx, cut, name, keep)
+}
+
+// tagRequest is the body of POST /v1/tag.
+type tagRequest struct {
+	Tag    string           `json:"tag"`
+	Keep   string           `json:"keep,omitempty"` // a Go duration; empty: kept until removed
+	Tables []tagRequestItem `json:"tables"`
+}
+
+type tagRequestItem struct {
+	Table    string `json:"table"` // DB.TABLE in MySQL
+	Iceberg  string `json:"iceberg"`
+	Snapshot int64  `json:"snapshot_id"`
+}
+
+// tag asks the daemon to tag the cut's snapshots.
+func (c *adminClient) tag(ctx context.Context, cut lake.Cut, name string, keep time.Duration) error {
+	req := tagRequest{Tag: name}
+	if keep > 0 {
+		req.Keep = keep.String()
+	}
+	for _, t := range cut.Tables {
+		req.Tables = append(req.Tables, tagRequestItem{Table: t.ID.String(), Iceberg: t.Iceberg, Snapshot: t.Snapshot})
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := c.post(ctx, "/v1/tag", nil, body, 5*time.Minute); err != nil {
+		return fmt.Errorf("tag the cut as %q: %w", name, err)
+	}
+	return nil
+}
+
+// decodeTagRequest reads a POST /v1/tag body.
+func decodeTagRequest(body io.Reader) (tagRequest, lake.Cut, time.Duration, error) {
+	var req tagRequest
+	var cut lake.Cut
+	if err := json.NewDecoder(io.LimitReader(body, 16<<20)).Decode(&req); err != nil {
+		return req, cut, 0, fmt.Errorf(`the body must be {"tag": NAME, "keep": DURATION, "tables": [{"table": DB.TABLE, "iceberg": NS.TABLE, "snapshot_id": N}, ...]}: %w`, err)
+	}
+	var keep time.Duration
+	if req.Keep != "" {
+		var err error
+		if keep, err = time.ParseDuration(req.Keep); err != nil || keep < 0 {
+			return req, cut, 0, fmt.Errorf("keep %q is not a duration: write it as e.g. 168h", req.Keep)
+		}
+	}
+	if len(req.Tables) == 0 {
+		return req, cut, 0, errors.New("the request names no table to tag")
+	}
+	for _, t := range req.Tables {
+		id, err := parseTableID(t.Table)
+		if err != nil {
+			return req, cut, 0, err
+		}
+		if !strings.Contains(t.Iceberg, ".") || t.Snapshot == 0 {
+			return req, cut, 0, fmt.Errorf("table %s: give its Iceberg table as NAMESPACE.TABLE and a snapshot_id", t.Table)
+		}
+		cut.Tables = append(cut.Tables, lake.CutTable{ID: id, Iceberg: t.Iceberg, Snapshot: t.Snapshot})
+	}
+	return req, cut, keep, nil
+}
+
+// tag tags the cut's snapshots with the running session's lake, which
+// pauses each table's commits meanwhile (lake.Lake.TagCut).
+func (d *daemon) tag(ctx context.Context, cut lake.Cut, name string, keep time.Duration) error {
+	lk := d.lake.Load()
+	if lk == nil {
+		return errNotRunning
+	}
+	return lk.TagCut(ctx, cut, name, keep)
 }
 
 func splitIceberg(name string) (ns, table string) {

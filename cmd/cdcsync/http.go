@@ -41,7 +41,7 @@ func serveHTTP(addr string, m *metrics.Metrics, st *status, log *slog.Logger) (*
 	})
 	// Where these were served before: say where they are now.
 	moved := func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "not served on http.listen: POST /v1/resync, POST /v1/repair and, with admin.pprof: true, /debug/pprof/ are on the admin listener (admin.listen; cdcsync resync and verify find it by themselves)", http.StatusNotFound)
+		http.Error(w, "not served on http.listen: POST /v1/resync, POST /v1/repair, POST /v1/tag and, with admin.pprof: true, /debug/pprof/ are on the admin listener (admin.listen; cdcsync resync and verify find it by themselves)", http.StatusNotFound)
 	}
 	mux.HandleFunc("/v1/", moved)
 	mux.HandleFunc("/debug/pprof/", moved)

@@ -194,18 +194,26 @@ func (c *adminClient) connect(ctx context.Context) error {
 
 // resync asks the daemon to copy id afresh and returns its answer.
 func (c *adminClient) resync(ctx context.Context, id cdcsync.TableID) (string, error) {
-	body, err := c.post(ctx, "/v1/resync", id, nil, 2*time.Minute)
+	body, err := c.post(ctx, "/v1/resync", tableQuery(id), nil, 2*time.Minute)
 	if err != nil {
 		return "", fmt.Errorf("resync %s: %w", id, err)
 	}
 	return string(body), nil
 }
 
-// post sends a POST request for table id to the daemon's admin endpoint
-// path (with a JSON body unless body is nil) and returns the answer of a
-// 200. Other answers are errors that say what to do; unreachableError when
-// no daemon of this version answers.
-func (c *adminClient) post(ctx context.Context, path string, id cdcsync.TableID, body []byte, timeout time.Duration) ([]byte, error) {
+func tableQuery(id cdcsync.TableID) url.Values { return url.Values{"table": {id.String()}} }
+
+// notStreamingError is the answer of a daemon that holds no running
+// pipeline (503): it is starting, reconnecting, or a standby.
+type notStreamingError struct{ err error }
+
+func (e notStreamingError) Error() string { return e.err.Error() }
+
+// post sends a POST request with query to the daemon's admin endpoint path
+// (with a JSON body unless body is nil) and returns the answer of a 200.
+// Other answers are errors that say what to do; unreachableError when no
+// daemon of this version answers.
+func (c *adminClient) post(ctx context.Context, path string, query url.Values, body []byte, timeout time.Duration) ([]byte, error) {
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -213,7 +221,7 @@ func (c *adminClient) post(ctx context.Context, path string, id cdcsync.TableID,
 	if c.admin.Network() == "unix" {
 		host = "cdcsync" // the socket is the address; any name does
 	}
-	u := url.URL{Scheme: "http", Host: host, Path: path, RawQuery: url.Values{"table": {id.String()}}.Encode()}
+	u := url.URL{Scheme: "http", Host: host, Path: path, RawQuery: query.Encode()}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var rd io.Reader
@@ -248,6 +256,8 @@ func (c *adminClient) post(ctx context.Context, path string, id cdcsync.TableID,
 		return nil, unreachableError{fmt.Errorf("%s does not serve %s (is it a cdcsync daemon of this version?)", c.where, path)}
 	case http.StatusUnauthorized:
 		return nil, fmt.Errorf("the daemon at %s refused the admin token: set admin.token or admin.token_file to the daemon's token (%s)", c.where, text)
+	case http.StatusServiceUnavailable:
+		return nil, notStreamingError{fmt.Errorf("the daemon at %s refused: %s", c.where, text)}
 	}
 	return nil, fmt.Errorf("the daemon at %s refused: %s", c.where, text)
 }

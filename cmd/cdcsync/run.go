@@ -304,6 +304,7 @@ type daemon struct {
 	streamed  atomic.Bool                    // some session reached streaming
 	streaming atomic.Bool                    // the current session reads the binlog
 	pipe      atomic.Pointer[merge.Pipeline] // the current session's pipeline, for resync requests
+	lake      atomic.Pointer[lake.Lake]      // the current session's lake, for tag requests
 }
 
 // session runs the pipeline once (merge.RunSession): checks, table setup,
@@ -317,6 +318,8 @@ func (d *daemon) session(ctx context.Context, ls *lease.Lease) error {
 	}
 	defer lk.Close()
 	lk.SetLease(ls.Token(), ls.Valid)
+	d.lake.Store(lk)
+	defer d.lake.CompareAndSwap(lk, nil)
 	keys, err := openKeyIndex(cfg, log)
 	if err != nil {
 		return err

@@ -245,7 +245,7 @@ func (c *adminClient) repair(ctx context.Context, id cdcsync.TableID, keys [][]a
 	if err != nil {
 		return out, err
 	}
-	answer, err := c.post(ctx, "/v1/repair", id, body, 10*time.Minute)
+	answer, err := c.post(ctx, "/v1/repair", tableQuery(id), body, 10*time.Minute)
 	if err != nil {
 		var unreachable unreachableError
 		if errors.As(err, &unreachable) {

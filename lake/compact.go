@@ -341,10 +341,12 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 			err error
 		)
 		if len(g.Tasks) > 0 && t.isStaged(g.Tasks[0].File) {
-			gr, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
+			var left int
+			gr, left, err = t.rewriteStaged(ctx, base, g, shared, o.MaxFiles, moved, func() bool {
 				res.Yielded = res.Yielded || epochWaits()
 				return res.Yielded
 			})
+			res.Deferred += left
 		} else {
 			gr, rm, err = t.rewriteGroup(ctx, base, g, o.TargetFileSize, shared)
 		}

@@ -102,10 +102,10 @@ func (t *Table) rewriteGroup(ctx context.Context, tbl *table.Table, g table.Comp
 	if out != nil {
 		mem = writeBuffers
 	}
-	rd, err := readLive(ctx, tbl, g, shared, lineage, mem)
+	rd, err := readLive(ctx, tbl, g, shared, lineage, false, mem)
 	if err == nil && out != nil && !sameTypes(rd.schema, out.layout.schema) {
 		out, mem = nil, memory.DefaultAllocator
-		rd, err = readLive(ctx, tbl, g, shared, lineage, mem)
+		rd, err = readLive(ctx, tbl, g, shared, lineage, false, mem)
 	}
 	if err != nil {
 		return res, nil, err
@@ -318,18 +318,24 @@ type liveReader struct {
 	// read holds, for each file read whole, the ordinal (among the rows
 	// yielded) of its first row and the positions dropped by position.
 	read map[string]readFile
+	// between, when set, is asked before each file after the first: true
+	// stops the reading there, and the files not read are not in read.
+	between func() bool
 }
 
 // readLive reads the data files of g newest first, without the rows that
 // the group's position deletes, deletion vectors or equality deletes (on
 // the primary key) delete; see rewriteGroup. Every task must be a whole
-// file.
+// file. Equality deletes need that order: the keys they delete are
+// gathered file after file, and a delete that applies to a file applies
+// to every older one. Without them, oldestFirst reads the oldest first
+// (a run that stops early, rd.between, leaves the newest files).
 //
 // With lineage, each row also carries its _row_id and
 // _last_updated_sequence_number: read from the file where it has them,
 // else inherited from the file's first row id and data sequence number
 // (every task must have both), as the v3 spec defines them.
-func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, lineage bool, mem memory.Allocator) (*liveReader, error) {
+func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, lineage, oldestFirst bool, mem memory.Allocator) (*liveReader, error) {
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	for _, tk := range g.Tasks {
 		for _, d := range tk.EqualityDeleteFiles {
@@ -344,6 +350,9 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 	}
 	tasks := slices.Clone(g.Tasks)
 	slices.SortStableFunc(tasks, func(x, y table.FileScanTask) int { return cmp.Compare(seqOf(&y), seqOf(&x)) }) // newest first
+	if oldestFirst && !slices.ContainsFunc(tasks, func(tk table.FileScanTask) bool { return len(tk.EqualityDeleteFiles) > 0 }) {
+		slices.Reverse(tasks)
+	}
 
 	schema, err := readSchema(ctx, tbl, tasks[0])
 	if err != nil {
@@ -382,7 +391,10 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 		rd.schema = lin.out
 	}
 	rd.records = func(yield func(arrow.RecordBatch, error) bool) {
-		for _, tk := range tasks {
+		for i, tk := range tasks {
+			if i > 0 && rd.between != nil && rd.between() {
+				return // every file read so far was read whole
+			}
 			if err := pos.load(ctx, fsys, tk.DeleteFiles); err != nil {
 				yield(nil, err)
 				return

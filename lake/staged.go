@@ -123,11 +123,18 @@ func inChunks(recs iter.Seq2[arrow.RecordBatch, error], ts *cdcsync.TableSchema,
 // holds the table's commit lock, which bounds the time epochs wait for it.
 //
 // moved (nil: none) gets the keys of the rows written, for the key index.
-// Once yield returns true (it is asked every yieldBatch partition files)
-// the rows not written yet are staged again.
+// yield is asked after each staged file read and every yieldBatch
+// partition files written. Once it returns true the run reads no more
+// files: the staged files not read yet are left as they are (left counts
+// them), and of the rows read, those of the partitions not written yet
+// are staged again. Before, a run that yielded still read every staged
+// row and wrote those it had not moved into a new staged file, all under
+// the commit lock: seconds when epochs had staged rows meanwhile. A run
+// that may yield reads the oldest files first, so that runs that stop
+// early still drain them.
 func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, shared *sharedDeletes, maxFiles int,
-	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, err error) {
-	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
+	moved *movedKeys, yield func() bool) (res table.CompactionGroupResult, left int, err error) {
+	res = table.CompactionGroupResult{PartitionKey: g.PartitionKey}
 	whole := wholeFiles(g)
 	// A v3 table's rows keep their row lineage: read with each row's
 	// _row_id and _last_updated_sequence_number, and written with them.
@@ -136,14 +143,17 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	})
 	// The rows are copied out of the batches (rowsFromBatch): the reader's
 	// buffers are recycled.
-	rd, err := readLive(ctx, tbl, whole, shared, lineage, writeBuffers)
+	oldestFirst := yield != nil
+	rd, err := readLive(ctx, tbl, whole, shared, lineage, oldestFirst, writeBuffers)
 	if errors.Is(err, errNoKeyFilter) && lineage {
 		lineage = false // a file of another schema: the rows get new ids
-		rd, err = readLive(ctx, tbl, whole, shared, false, writeBuffers)
+		rd, err = readLive(ctx, tbl, whole, shared, false, oldestFirst, writeBuffers)
 	}
 	if err != nil {
-		return res, err
+		return res, 0, err
 	}
+	// Reading stops at a file's end once the run must yield.
+	rd.between = yield
 	defer func() {
 		if err != nil {
 			t.removeFiles(ctx, tbl, res.NewDataFiles)
@@ -156,11 +166,11 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 	if lineage {
 		part, err := withLineage(t.partFile, t.Schema, tbl.Metadata().Properties())
 		if err != nil {
-			return res, err
+			return res, 0, err
 		}
 		stage, err := withLineage(t.stageFile, t.Schema, tbl.Metadata().Properties())
 		if err != nil {
-			return res, err
+			return res, 0, err
 		}
 		out, out.stage = *part, stage
 		extra = lineageColumns
@@ -195,20 +205,25 @@ func (t *Table) rewriteStaged(ctx context.Context, tbl *table.Table, g table.Com
 		}
 		return moved.add(t.Schema, files, rows, locs)
 	}); err != nil {
-		return res, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
+		return res, 0, fmt.Errorf("move the staged rows of %s to their partitions: %w", t.ID, err)
 	}
 	if err := checkRowCount(res.NewDataFiles, rd.handed); err != nil {
-		return res, fmt.Errorf("staged rows of %s: %w", t.ID, err)
+		return res, 0, fmt.Errorf("staged rows of %s: %w", t.ID, err)
 	}
 	for _, f := range res.NewDataFiles {
 		res.BytesAfter += f.FileSizeBytes()
 	}
 	for _, tk := range whole.Tasks {
+		if _, read := rd.read[tk.File.FilePath()]; !read {
+			left++ // not read: the run stopped before it
+			continue
+		}
 		res.OldDataFiles = append(res.OldDataFiles, tk.File)
+		res.BytesBefore += tk.File.FileSizeBytes()
 		// A deletion vector names one data file: it goes with it.
 		res.SafeDeletionVectors = append(res.SafeDeletionVectors, tk.DeletionVectorFiles...)
 	}
-	return res, nil
+	return res, left, nil
 }
 
 // wholeFiles returns g with one task per data file, covering all of it

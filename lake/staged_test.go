@@ -1,7 +1,10 @@
 package lake
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -524,4 +527,112 @@ func specIDs(tb *Table) (staged, parted int32) {
 	unpart, _ := unpartitionedSpec(tb.Iceberg().Metadata())
 	spec := tb.Iceberg().Metadata().PartitionSpec()
 	return int32(unpart.ID()), int32(spec.ID())
+}
+
+// TestStagedRowsRunStopsAtFile: a run that must yield (max_lock passed at
+// once) moves what it can of the oldest staged file, stages the rest of
+// that file again, and leaves the newer staged files as they are, rather
+// than reading every staged row and writing those it did not move into a
+// new staged file under the commit lock. The runs that follow drain the
+// files oldest first; the rows are right after each run, and the key
+// index follows every run.
+func TestStagedRowsRunStopsAtFile(t *testing.T) {
+	for _, mode := range []string{DeletesPosition, DeletesDV} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			tb := dayTable(t, mode)
+			model, commit := stagedOrders(t, tb)
+			// Three more epochs, each staging 300 orders of 300 other days,
+			// and updating a few rows of the files before it.
+			for e := int64(1); e <= 3; e++ {
+				var dels, rows []cdcsync.Row
+				for id := e*1000 + 1; id <= e*1000+300; id++ {
+					model[id] = orderRow(id, id, "v0")
+					rows = append(rows, model[id])
+				}
+				for id := int64(1); id <= 5; id++ {
+					dels = append(dels, model[id])
+					model[id] = orderRow(id, id, fmt.Sprint("e", e))
+					rows = append(rows, model[id])
+				}
+				commit(dels, rows)
+			}
+			staged, parted := specIDs(tb)
+			stagedFiles := func() []string {
+				t.Helper()
+				tasks, err := tb.Iceberg().Scan().PlanFiles(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Oldest first.
+				slices.SortStableFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(seqOf(&a), seqOf(&b)) })
+				var out []string
+				for _, tk := range tasks {
+					if tk.File.SpecID() == staged && !slices.Contains(out, tk.File.FilePath()) {
+						out = append(out, tk.File.FilePath())
+					}
+				}
+				return out
+			}
+			before := stagedFiles()
+			if len(before) != 4 {
+				t.Fatalf("%d staged files before the compaction, want one an epoch (4)", len(before))
+			}
+			o := testOpts()
+			o.MaxLock = time.Nanosecond
+			res, err := tb.Compact(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+			checkTotals(t, tb.current())
+			after := stagedFiles()
+			kept := 0
+			for _, f := range before {
+				if slices.Contains(after, f) {
+					kept++
+				}
+			}
+			// The oldest file (the first epoch's) was read: 32 partitions
+			// moved, its other rows staged again; the three newer files
+			// were not read.
+			if files := liveDataFiles(t, tb.Iceberg()); !res.Yielded || files[parted] != yieldBatch || kept != 3 || len(after) != 4 || res.Deferred < 3 {
+				t.Fatalf("after the first run (yielded %v, deferred %d): data files by spec %v, staged files %d of which %d from before; "+
+					"want %d partition files, the 3 newest staged files kept and one new", res.Yielded, res.Deferred, files, len(after), kept, yieldBatch)
+			}
+			// The next run reads the oldest file left: the second epoch's.
+			if _, err := tb.Compact(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			assertOrders(t, tb.Iceberg(), model)
+			if after := stagedFiles(); slices.Contains(after, before[1]) || !slices.Contains(after, before[2]) || !slices.Contains(after, before[3]) {
+				t.Fatalf("the second run did not read the oldest staged file left, and only it: staged files before %v, after %v", before, after)
+			}
+			// Runs without the bound move the rest.
+			o.MaxLock = 0
+			for run := 3; len(stagedFiles()) > 0; run++ {
+				if run > 6 {
+					t.Fatalf("staged files left after %d runs: %v", run, stagedFiles())
+				}
+				if _, err := tb.Compact(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+				assertOrders(t, tb.Iceberg(), model)
+			}
+			checkTotals(t, tb.current())
+			// Every order updated or deleted: the key index followed.
+			var dels, rows []cdcsync.Row
+			for id, r := range model {
+				dels = append(dels, r)
+				if id%7 == 0 {
+					delete(model, id)
+					continue
+				}
+				model[id] = orderRow(id, id, "last")
+				rows = append(rows, model[id])
+			}
+			commit(dels, rows)
+			assertOrders(t, tb.Iceberg(), model)
+		})
+	}
 }

@@ -254,9 +254,13 @@ func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task str
 		if err != nil {
 			return rep, err
 		}
-		if r.Deleted > 0 {
-			m.log.Info("orphan files removed", "table", t.ID.String(), "files", r.Deleted, "bytes", r.Bytes, "seconds", r.Duration.Seconds())
+		msg := "orphan files removed"
+		if r.Deleted == 0 {
+			// Logged too: the table's next epoch waited for the scan, which
+			// reads every manifest of every snapshot.
+			msg = "no orphan files found"
 		}
+		m.log.Info(msg, "table", t.ID.String(), "files", r.Deleted, "bytes", r.Bytes, "seconds", r.Duration.Seconds())
 	}
 	return rep, nil
 }

@@ -130,6 +130,25 @@ func unixClient(path string) *http.Client {
 	}}}
 }
 
+// badRequest is a request an admin endpoint refuses: the answer's code
+// and a text its body holds.
+type badRequest struct {
+	method, body string
+	code         int
+	want         string
+}
+
+// badRequests sends each request (a JSON body) to url and checks the
+// refusal.
+func badRequests(t *testing.T, c *http.Client, url string, reqs []badRequest) {
+	t.Helper()
+	for _, tc := range reqs {
+		if code, body := do(t, c, tc.method, url, map[string]string{"Content-Type": "application/json"}, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %q: %d %q; want %d and %q", tc.method, tc.body, code, body, tc.code, tc.want)
+		}
+	}
+}
+
 func do(t *testing.T, c *http.Client, method, url string, header map[string]string, body string) (int, string) {
 	t.Helper()
 	var rd io.Reader
@@ -256,20 +275,11 @@ func TestAdminRepair(t *testing.T) {
 		t.Errorf("repair while the pipeline restarts: %v", err)
 	}
 	rec.err = nil
-	c := unixClient(sock)
-	for _, tc := range []struct {
-		method, body string
-		code         int
-		want         string
-	}{
+	badRequests(t, unixClient(sock), "http://cdcsync/v1/repair?table=a.t", []badRequest{
 		{"GET", "", 405, "use POST /v1/repair"},
 		{"POST", "{", 400, `the body must be {"keys": [...]}`},
 		{"POST", `{"keys": ["not a key"]}`, 400, ""},
-	} {
-		if code, body := do(t, c, tc.method, "http://cdcsync/v1/repair?table=a.t", map[string]string{"Content-Type": "application/json"}, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
-			t.Errorf("%s %q: %d %q; want %d and %q", tc.method, tc.body, code, body, tc.code, tc.want)
-		}
-	}
+	})
 
 	// No daemon: the error says --repair needs one.
 	cfg2 := adminTestConfig(t, "  listen: "+filepath.Join(t.TempDir(), "none.sock")+"\n")
@@ -311,23 +321,14 @@ func TestAdminTag(t *testing.T) {
 		t.Errorf("tag refused by the daemon: %v", err)
 	}
 	rec.err = nil
-	c := unixClient(sock)
-	for _, tc := range []struct {
-		method, body string
-		code         int
-		want         string
-	}{
+	badRequests(t, unixClient(sock), "http://cdcsync/v1/tag", []badRequest{
 		{"GET", "", 405, "use POST /v1/tag"},
 		{"POST", "{", 400, `the body must be {"tag": NAME`},
 		{"POST", `{"tag": "x", "tables": []}`, 400, "names no table"},
 		{"POST", `{"tag": "x", "keep": "a week", "tables": [{"table": "a.t", "iceberg": "a.t", "snapshot_id": 1}]}`, 400, `keep "a week" is not a duration`},
 		{"POST", `{"tag": "x", "tables": [{"table": "t", "iceberg": "a.t", "snapshot_id": 1}]}`, 400, "DB.TABLE"},
 		{"POST", `{"tag": "x", "tables": [{"table": "a.t", "iceberg": "t", "snapshot_id": 1}]}`, 400, "NAMESPACE.TABLE and a snapshot_id"},
-	} {
-		if code, body := do(t, c, tc.method, "http://cdcsync/v1/tag", map[string]string{"Content-Type": "application/json"}, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
-			t.Errorf("%s %q: %d %q; want %d and %q", tc.method, tc.body, code, body, tc.code, tc.want)
-		}
-	}
+	})
 
 	// No daemon: cut tags by itself.
 	cfg2 := adminTestConfig(t, "  listen: "+filepath.Join(t.TempDir(), "none.sock")+"\n")

@@ -234,10 +234,20 @@ func (t *Table) Commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	if len(deletes) == 0 && len(rows) == 0 && copying == nil && e.Spill == 0 {
 		return nil
 	}
+	began := time.Now()
 	t.state.epochsWaiting.Add(1)
 	t.state.commitMu.Lock()
 	t.state.epochsWaiting.Add(-1)
-	defer t.state.commitMu.Unlock()
+	times := CommitTimes{Epoch: e.Number, Wait: time.Since(began)}
+	t.state.clock = &clock{times: &times, at: time.Now()}
+	defer func() {
+		t.state.clock = nil
+		times.Total = time.Since(began)
+		t.state.timesMu.Lock()
+		t.state.times = times
+		t.state.timesMu.Unlock()
+		t.state.commitMu.Unlock()
+	}()
 	commit := t.commit
 	if e.Spill != 0 {
 		commit = func(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row, copying *cdcsync.CopyState) error {
@@ -289,6 +299,7 @@ func (t *Table) commit(ctx context.Context, e Epoch, deletes, rows []cdcsync.Row
 	case err == nil:
 		if p := t.state.pending; p != nil && p.keys != nil {
 			t.indexEpoch(e, p, rows)
+			t.state.clock.lap(indexPhase)
 		}
 		t.state.pending = nil
 	case errors.Is(err, ErrConflict):
@@ -373,17 +384,20 @@ func (t *Table) epochFiles(ctx context.Context, base *table.Table, e Epoch, dele
 	if byPosition(t.mode) {
 		return t.positionEpochFiles(ctx, base, e, deletes, rows)
 	}
+	t.state.clock.lap(lookupPhase)
 	if len(rows) > 0 {
 		if data, err = t.writeFiles(ctx, base, t.dataFile, rows, nil); err != nil {
 			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}
 	}
+	t.state.clock.lap(dataPhase)
 	if len(deletes) > 0 {
 		if dels, err = t.writeFiles(ctx, base, t.eqFile, deletes, nil); err != nil {
 			t.removeFiles(ctx, base, data)
 			return nil, nil, fmt.Errorf("write equality deletes of %s: %w", t.ID, err)
 		}
 	}
+	t.state.clock.lap(deletesPhase)
 	t.state.pending = &pendingFiles{epoch: e, rows: len(rows), dels: len(deletes), data: data, edels: dels}
 	return data, dels, nil
 }

@@ -792,17 +792,20 @@ func (t *Table) positionEpochFiles(ctx context.Context, base *table.Table, e Epo
 	if err != nil {
 		return nil, nil, err
 	}
+	t.state.clock.lap(lookupPhase)
 	locs := make([]rowLoc, len(rows))
 	if len(rows) > 0 {
 		if data, err = t.writeFiles(ctx, base, t.dataFile, rows, locs); err != nil {
 			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
 		}
 	}
+	t.state.clock.lap(dataPhase)
 	var superseded []iceberg.DataFile
 	if dels, superseded, err = t.writeTargets(ctx, base, targets); err != nil {
 		t.removeFiles(ctx, base, data)
 		return nil, nil, err
 	}
+	t.state.clock.lap(deletesPhase)
 	if keys == nil {
 		keys = [][]byte{} // marks the pending files as position mode's
 	}

@@ -119,7 +119,9 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	if len(set) > 0 {
 		updates = append(updates, table.NewSetPropertiesUpdate(set))
 	}
+	t.state.clock.lap(manifestsPhase)
 	newMeta, newLoc, err := t.cat.CommitTable(ctx, t.Ident, reqs, updates)
+	t.state.clock.lap(catalogPhase)
 	if err != nil {
 		// Unless the catalog said it refused the commit, it may have
 		// applied it: its files stay (orphan cleanup removes them if

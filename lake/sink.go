@@ -94,6 +94,14 @@ func (s *Sink) Commit(ctx context.Context, id cdcsync.TableID, d cdcsync.Delta) 
 	}
 	if err == nil {
 		s.observe(id)
+		if times := t.LastCommitTimes(); times.Epoch == d.Epoch {
+			s.lake.log.Debug("table committed", append([]any{"table", id.String(), "epoch", d.Epoch}, times.attrs()...)...)
+			if s.m != nil {
+				for phase, took := range times.phases() {
+					s.m.CommitPhase.WithLabelValues(phase).Observe(took.Seconds())
+				}
+			}
+		}
 		state := metrics.StateStreaming
 		if d.Copy != nil && !d.Copy.Done {
 			state = metrics.StateCopying

@@ -116,6 +116,11 @@ type tableState struct {
 	stagedRows atomic.Int64 // see Table.StagedRows
 	// manifests caches the entries of the manifests last planned (plan.go).
 	manifests manifestCache
+	// clock times the phases of the epoch commit under way (nil outside
+	// one); under commitMu. times are the last one's, under timesMu.
+	clock   *clock
+	timesMu sync.Mutex
+	times   CommitTimes
 }
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {

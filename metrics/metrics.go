@@ -22,9 +22,10 @@ type Metrics struct {
 	CopyRate         *prometheus.GaugeVec // rows per second this session
 	CopyETA          *prometheus.GaugeVec // seconds left at that rate
 	EpochsCommitted  prometheus.Counter
-	EpochsCarried    *prometheus.CounterVec // epochs a table sat out, by table (its changes carried over)
-	TableCommits     *prometheus.CounterVec // commits by table and result
-	CommitSeconds    prometheus.Histogram   // time to commit a whole epoch
+	EpochsCarried    *prometheus.CounterVec   // epochs a table sat out, by table (its changes carried over)
+	TableCommits     *prometheus.CounterVec   // commits by table and result
+	CommitSeconds    prometheus.Histogram     // time to commit a whole epoch
+	CommitPhase      *prometheus.HistogramVec // where a table's epoch commit spent its time, by phase
 	EpochRows        prometheus.Histogram
 	LagSeconds       prometheus.Gauge // now minus the commit time of the last committed transaction
 	LagBytes         prometheus.Gauge // server binlog position minus the committed position, same file only
@@ -113,6 +114,11 @@ func New() *Metrics {
 			Name: "cdcsync_commit_duration_seconds", Help: "Time to commit one epoch to all its tables and checkpoint it.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 		}),
+		CommitPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cdcsync_table_commit_phase_seconds",
+			Help:    "Where one table's epoch commit spent its time, by phase: wait (for the table's commit lock: a compaction or a tag), lookup (key index), data and deletes (writing files), manifests, catalog, index (recording the rows in the key index).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"phase"}),
 		EpochRows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "cdcsync_epoch_rows", Help: "Row changes per committed epoch.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 12),
@@ -268,7 +274,7 @@ func New() *Metrics {
 		m.Restarts.WithLabelValues(reason)
 	}
 	m.Registry.MustRegister(m.CopyTables, m.CopyRows, m.CopyRowsEstimate, m.CopyRate, m.CopyETA)
-	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.EpochsCarried, m.TableCommits, m.CommitSeconds,
+	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.EpochsCarried, m.TableCommits, m.CommitSeconds, m.CommitPhase,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots, m.TableStagedRows,
 		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexReplayReads, m.KeyIndexDiskBytes,

@@ -336,6 +336,7 @@ func (t *Table) commitFiles(ctx context.Context, e Epoch, base *table.Table, cop
 	}
 	if t.mode == DeletesDV {
 		t.advanceDVs(base, dels)
+		t.dvs.drop(superseded)
 	}
 	for _, f := range data {
 		if t.isStaged(f) {

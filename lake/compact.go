@@ -307,6 +307,7 @@ func (t *Table) Compact(ctx context.Context, o CompactOptions) (res CompactResul
 	}
 	shared := newSharedDeletes(scope)
 	shared.pos = newPosDeletes(groups)
+	shared.pos.dvs = t.dvs
 	var moved *movedKeys
 	if byPosition(t.mode) && t.state.keys != nil {
 		moved = newMovedKeys()

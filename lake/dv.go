@@ -20,12 +20,15 @@ package lake
 import (
 	"context"
 	"fmt"
+	"math"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 )
 
 // DeletesDV is the deletes mode that writes deletion vectors (format v3).
@@ -141,6 +144,10 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 	if err != nil {
 		return nil, nil, fmt.Errorf("the location provider of %s: %w", t.ID, err)
 	}
+	olds, superseded, err := t.oldDVs(ctx, fsys, set, live)
+	if err != nil {
+		return nil, nil, err
+	}
 	// A Puffin file holds the vectors of one partition spec (a table with
 	// staged rows, staged.go, has two), so that a reader that groups
 	// delete files by spec finds each file under one.
@@ -153,19 +160,94 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 		}
 		bySpec[sp] = append(bySpec[sp], p)
 	}
+	type puffinFile struct {
+		path  string
+		paths []string // the data files whose vectors it holds
+	}
+	var files []puffinFile
 	for _, sp := range specs {
 		order := bySpec[sp]
 		for start := 0; start < len(order); start += dvsPerFile {
-			paths := order[start:min(start+dvsPerFile, len(order))]
-			a, s, err := t.writeDVFile(ctx, tbl, wfs, loc.NewDataLocation(uuid.NewString()+"-dv.puffin"), set, paths, live)
-			if err != nil {
-				t.removeFiles(ctx, tbl, added)
-				return nil, nil, err
-			}
-			added, superseded = append(added, a...), append(superseded, s...)
+			files = append(files, puffinFile{loc.NewDataLocation(uuid.NewString() + "-dv.puffin"), order[start:min(start+dvsPerFile, len(order))]})
 		}
 	}
+	// Written a few at a time: on S3 each is a request.
+	written := make([][]iceberg.DataFile, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dvRequests)
+	for i, f := range files {
+		g.Go(func() error {
+			var err error
+			written[i], err = t.writeDVFile(gctx, tbl, wfs, f.path, set, f.paths, live, olds)
+			return err
+		})
+	}
+	err = g.Wait()
+	for _, a := range written {
+		added = append(added, a...)
+	}
+	if err != nil {
+		t.removeFiles(ctx, tbl, added)
+		return nil, nil, err
+	}
 	return added, superseded, nil
+}
+
+// dvRequests bounds the Puffin files an epoch reads or writes at once.
+const dvRequests = 8
+
+// dvSpanBytes is the most readDVBlobsFrom reads at once to get several
+// vectors of a file in one request.
+const dvSpanBytes = 4 << 20
+
+// oldDVs returns the bitmaps of the live vectors that the vectors of set
+// replace, by data file path, and those vectors. Those this process wrote
+// come from memory (dvcache.go); the others are read, each Puffin file
+// once, a few files at a time: an epoch of a finely partitioned table
+// replaces thousands of vectors, and read one by one from S3 they took 49
+// s an epoch.
+func (t *Table) oldDVs(ctx context.Context, fsys icebergio.IO, set *dvSet, live map[string]iceberg.DataFile) (map[string]*dv.RoaringPositionBitmap, []iceberg.DataFile, error) {
+	olds := map[string]*dv.RoaringPositionBitmap{}
+	var superseded []iceberg.DataFile
+	byFile := map[string][]iceberg.DataFile{}
+	var files []string
+	for _, p := range set.order {
+		old, ok := live[p]
+		if !ok {
+			continue
+		}
+		superseded = append(superseded, old)
+		if bm := t.dvs.get(old); bm != nil {
+			olds[p] = bm
+			continue
+		}
+		if _, seen := byFile[old.FilePath()]; !seen {
+			files = append(files, old.FilePath())
+		}
+		byFile[old.FilePath()] = append(byFile[old.FilePath()], old)
+	}
+	var mu sync.Mutex
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(dvRequests)
+	for _, file := range files {
+		dels := byFile[file]
+		g.Go(func() error {
+			bms, err := readDVBlobsFrom(fsys, dels)
+			if err != nil {
+				return fmt.Errorf("read the deletion vectors of %s in %s: %w", t.ID, file, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, del := range dels {
+				olds[*del.ReferencedDataFile()] = bms[i]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return olds, superseded, nil
 }
 
 // dvsPerFile bounds the deletion vectors of one Puffin file. A reader that
@@ -176,35 +258,31 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 const dvsPerFile = 128
 
 // writeDVFile writes the vectors of the data files paths of set, each
-// merged with its live one, as the Puffin file at path.
-func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio.WriteFileIO, path string, set *dvSet, paths []string, live map[string]iceberg.DataFile) (added, superseded []iceberg.DataFile, err error) {
-	fsys := icebergio.IO(wfs)
+// merged with its live one (whose bitmap olds holds), as the Puffin file
+// at path.
+func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio.WriteFileIO, path string, set *dvSet, paths []string,
+	live map[string]iceberg.DataFile, olds map[string]*dv.RoaringPositionBitmap) (added []iceberg.DataFile, err error) {
 	meta := tbl.Metadata()
 	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-	// The old vectors, read one Puffin file at a time.
-	byFile := map[string][]iceberg.DataFile{}
-	for _, p := range paths {
-		if old, ok := live[p]; ok {
-			byFile[old.FilePath()] = append(byFile[old.FilePath()], old)
-			superseded = append(superseded, old)
-		}
-	}
-	for file, olds := range byFile {
-		bms, err := readDVBlobs(fsys, olds)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the deletion vectors of %s in %s: %w", t.ID, file, err)
-		}
-		for i, old := range olds {
-			// The old vector's partition is its data file's (the writer
-			// resolves the spec at Flush).
-			w.Load(*old.ReferencedDataFile(), bms[i], old.SpecID(), old.Partition())
-		}
-	}
+	merged := make(map[string]*dv.RoaringPositionBitmap, len(paths))
 	for _, p := range paths {
 		e := set.entries[p]
+		bm := dv.NewRoaringPositionBitmap()
+		if _, ok := live[p]; ok && olds[p] == nil {
+			return nil, fmt.Errorf("the live deletion vector of %s in %s was not read; this is a bug", p, t.ID)
+		}
+		bm.Or(olds[p])
+		bm.Or(e.bitmap)
+		merged[p] = bm
+		if old, ok := live[p]; ok {
+			// The old vector's partition is its data file's (the writer
+			// resolves the spec at Flush).
+			w.Load(p, bm, old.SpecID(), old.Partition())
+			continue
+		}
 		spec := meta.PartitionSpecByID(e.spec)
 		if spec == nil {
-			return nil, nil, fmt.Errorf("data file %s of %s names partition spec %d, which the table does not have", p, t.ID, e.spec)
+			return nil, fmt.Errorf("data file %s of %s names partition spec %d, which the table does not have", p, t.ID, e.spec)
 		}
 		pd := make(map[int]any, len(e.values))
 		for i, f := range spec.Fields() {
@@ -212,26 +290,32 @@ func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio
 				pd[f.FieldID] = e.values[i]
 			}
 		}
-		w.Load(p, e.bitmap, int32(e.spec), pd)
+		w.Load(p, bm, int32(e.spec), pd)
 	}
 	if added, err = w.Flush(ctx, path); err != nil {
 		_ = wfs.Remove(path)
-		return nil, nil, fmt.Errorf("write the deletion vectors of %s: %w", t.ID, err)
+		return nil, fmt.Errorf("write the deletion vectors of %s: %w", t.ID, err)
 	}
-	return added, superseded, nil
+	for _, a := range added {
+		if ref := a.ReferencedDataFile(); ref != nil && merged[*ref] != nil {
+			t.dvs.put(a, merged[*ref])
+		}
+	}
+	return added, nil
 }
 
 // eachDVDelete calls fn with the data file and every position of the
 // deletion vector del, until fn returns false.
-func eachDVDelete(fsys icebergio.IO, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
+func eachDVDelete(fsys icebergio.IO, cache *dvCache, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
 	ref := del.ReferencedDataFile()
 	if ref == nil {
 		return fmt.Errorf("deletion vector in %s names no data file", del.FilePath())
 	}
-	bm, err := readDVBlob(fsys, del)
+	bms, err := readDVBlobs(fsys, []iceberg.DataFile{del}, cache)
 	if err != nil {
 		return fmt.Errorf("read the deletion vector of %s in %s: %w", *ref, del.FilePath(), err)
 	}
+	bm := bms[0]
 	for p := range bm.Positions() {
 		if !fn(*ref, int64(p)) {
 			return nil
@@ -240,47 +324,79 @@ func eachDVDelete(fsys icebergio.IO, del iceberg.DataFile, fn func(path string, 
 	return nil
 }
 
-// readDVBlob reads the deletion vector del by the offset and length its
-// manifest entry records, as Iceberg Java does.
-func readDVBlob(fsys icebergio.IO, del iceberg.DataFile) (*dv.RoaringPositionBitmap, error) {
-	bms, err := readDVBlobs(fsys, []iceberg.DataFile{del})
+// readDVBlobs returns the deletion vectors dels, all in one Puffin file:
+// those cache holds from it (nil: none), the others read from the file.
+// Callers must not change the bitmaps.
+func readDVBlobs(fsys icebergio.IO, dels []iceberg.DataFile, cache *dvCache) ([]*dv.RoaringPositionBitmap, error) {
+	bms := make([]*dv.RoaringPositionBitmap, len(dels))
+	var missing []iceberg.DataFile
+	for i, del := range dels {
+		if bms[i] = cache.get(del); bms[i] == nil {
+			missing = append(missing, del)
+		}
+	}
+	if len(missing) == 0 {
+		return bms, nil
+	}
+	read, err := readDVBlobsFrom(fsys, missing)
 	if err != nil {
 		return nil, err
 	}
-	return bms[0], nil
+	for i := range bms {
+		if bms[i] == nil {
+			bms[i], read = read[0], read[1:]
+		}
+	}
+	return bms, nil
 }
 
-// readDVBlobs reads the deletion vectors dels, all in one Puffin file, by
-// the offsets and lengths their manifest entries record, as Iceberg Java
-// does. dv.ReadDVs parses the file's footer first, which lists every
+// readDVBlobsFrom reads the deletion vectors dels, all in one Puffin file,
+// by the offsets and lengths their manifest entries record, as Iceberg
+// Java does. dv.ReadDVs parses the file's footer first, which lists every
 // vector of the file: an epoch that supersedes a vector or two in each of
 // many files paid for all their footers (68% of the CPU of an epoch of
 // 10,000 updates in BenchmarkCommitFinePartitions/dv). The vector's own
 // checksum and its cardinality against the manifest's record count still
 // catch a wrong offset.
-func readDVBlobs(fsys icebergio.IO, dels []iceberg.DataFile) ([]*dv.RoaringPositionBitmap, error) {
-	if len(dels) == 0 {
-		return nil, nil
-	}
+func readDVBlobsFrom(fsys icebergio.IO, dels []iceberg.DataFile) ([]*dv.RoaringPositionBitmap, error) {
 	for _, del := range dels {
 		off, size := del.ContentOffset(), del.ContentSizeInBytes()
 		if off == nil || size == nil || *size < 0 || *size > 1<<30 {
 			return dv.ReadDVs(fsys, dels)
 		}
 	}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, del := range dels {
+		if del.FilePath() != dels[0].FilePath() {
+			return nil, fmt.Errorf("deletion vector in %s read with those of %s", del.FilePath(), dels[0].FilePath())
+		}
+		lo, hi = min(lo, *del.ContentOffset()), max(hi, *del.ContentOffset()+*del.ContentSizeInBytes())
+	}
 	f, err := fsys.Open(dels[0].FilePath())
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	// The vectors in one read when they lie close together (a Puffin
+	// file of an epoch is small): on S3 each read is a request.
+	var span []byte
+	if hi-lo <= dvSpanBytes {
+		span = make([]byte, hi-lo)
+		if _, err := f.ReadAt(span, lo); err != nil {
+			return nil, err
+		}
+	}
 	bms := make([]*dv.RoaringPositionBitmap, len(dels))
 	for i, del := range dels {
-		if del.FilePath() != dels[0].FilePath() {
-			return nil, fmt.Errorf("deletion vector in %s read with those of %s", del.FilePath(), dels[0].FilePath())
-		}
-		buf := make([]byte, *del.ContentSizeInBytes())
-		if _, err := f.ReadAt(buf, *del.ContentOffset()); err != nil {
-			return nil, err
+		off, size := *del.ContentOffset(), *del.ContentSizeInBytes()
+		var buf []byte
+		if span != nil {
+			buf = span[off-lo : off-lo+size]
+		} else {
+			buf = make([]byte, size)
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return nil, err
+			}
 		}
 		if bms[i], err = dv.DeserializeDV(buf, del.Count()); err != nil {
 			return nil, err

@@ -137,7 +137,7 @@ func eachPositionDelete(ctx context.Context, fsys icebergio.IO, del iceberg.Data
 // eachPositionDeleteWith is eachPositionDelete reading into mem.
 func eachPositionDeleteWith(ctx context.Context, fsys icebergio.IO, del iceberg.DataFile, mem memory.Allocator, fn func(path string, pos int64) bool) error {
 	if table.IsDeletionVector(del) {
-		return eachDVDelete(fsys, del, fn)
+		return eachDVDelete(fsys, nil, del, fn)
 	}
 	pr, err := openParquetReader(fsys, del.FilePath(), 1<<16, mem)
 	if err != nil {

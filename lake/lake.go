@@ -71,6 +71,9 @@ type Lake struct {
 	// files is the budget of files written at once, shared by every table
 	// (warehouse.max_open_files): a slot is held while a file is open.
 	files chan struct{}
+	// dvs keeps the deletion vectors this process wrote, for the epochs
+	// that replace them (dvcache.go).
+	dvs *dvCache
 	// token is the fencing token of the pipeline's lease this process
 	// holds (SetLease), recorded with every commit; 0 when it holds none.
 	// valid says whether the lease still allows commits.
@@ -151,7 +154,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Lake, error) {
 		return nil, err
 	}
 	return &Lake{cat: cat, release: release, reach: rch, opts: opts, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
-		files: make(chan struct{}, max(1, opts.Warehouse.MaxOpenFiles)), cutTags: newCutTags(&opts.Cut)}, nil
+		files: make(chan struct{}, max(1, opts.Warehouse.MaxOpenFiles)), dvs: newDVCache(dvCacheBytes), cutTags: newCutTags(&opts.Cut)}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {

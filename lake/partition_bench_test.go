@@ -104,12 +104,21 @@ func benchCommitFine(b *testing.B, mode string) {
 	runtime.ReadMemStats(&ms)
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuNow()
+	phases := map[string]time.Duration{}
 	for i := 0; i < b.N; i++ {
 		f.updateEpoch(b, fineUpdates)
+		for phase, d := range f.tb.LastCommitTimes().phases() {
+			phases[phase] += d
+		}
 	}
 	elapsed, cpu := time.Since(start), cpuNow()-cpu0
 	b.StopTimer()
 	perRow(b, fineUpdates, ms, elapsed, cpu, 0)
+	for phase, d := range phases {
+		if d > 0 {
+			b.ReportMetric(d.Seconds()/float64(b.N), phase+"-s/op")
+		}
+	}
 	s := f.tb.Iceberg().CurrentSnapshot()
 	var parent int64
 	if s.ParentSnapshotID != nil {

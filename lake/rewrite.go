@@ -673,7 +673,8 @@ type posDeletes struct {
 	read   map[string]bool
 	rows   map[string][]int64
 	sorted map[string]bool
-	reads  int // delete files and deletion vectors read
+	reads  int      // delete files and deletion vectors read
+	dvs    *dvCache // deletion vectors the process wrote (nil: read them all)
 }
 
 func newPosDeletes(groups []table.CompactionTaskGroup) *posDeletes {
@@ -718,7 +719,7 @@ func (p *posDeletes) loadDVs(fsys icebergio.IO, dvs []iceberg.DataFile) error {
 		}
 		p.read[key] = true
 		p.reads++
-		if err := eachDVDelete(fsys, d, func(path string, pos int64) bool {
+		if err := eachDVDelete(fsys, p.dvs, d, func(path string, pos int64) bool {
 			if p.want[path] {
 				p.rows[path] = append(p.rows[path], pos)
 				p.sorted[path] = false

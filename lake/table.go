@@ -62,6 +62,9 @@ type Table struct {
 	mode  string
 	part  *partitioner // the table's partition spec
 	files chan struct{}
+	// dvs keeps the deletion vectors the process wrote (dvcache.go),
+	// shared by its tables.
+	dvs *dvCache
 	// spills is the database of the spill stores (spill.go): the
 	// pipeline's key index database; nil in processes that commit no
 	// epochs.
@@ -554,7 +557,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 		partFile:  partFile,
 		stageFile: stageFile,
 		eqFile:    eqFile,
-		part:      part, files: l.files,
+		part:      part, files: l.files, dvs: l.dvs,
 		mode: deletesMode(tbl), spills: l.keys}
 	t.state.staged.Store(stageFile != nil)
 	if byPosition(t.mode) && l.keys != nil {

@@ -232,6 +232,9 @@ func liveKeys(ctx context.Context, tbl *table.Table, snap int64, ts *cdcsync.Tab
 	eqKeys := map[string]map[string]struct{}{} // per equality delete file
 	posDels := newPosDeletes([]table.CompactionTaskGroup{{Tasks: tasks}})
 	defer func() { deleteReads = posDels.reads }()
+	if err := posDels.prefetchDVs(ctx, fsys, tasks); err != nil {
+		return 0, err
+	}
 	for _, task := range tasks {
 		if err := ctx.Err(); err != nil {
 			return 0, err

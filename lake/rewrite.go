@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 )
 
 // errNoKeyFilter says a compaction group needs iceberg-go's own reader:
@@ -391,6 +393,10 @@ func readLive(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup
 		rd.schema = lin.out
 	}
 	rd.records = func(yield func(arrow.RecordBatch, error) bool) {
+		if err := pos.prefetchDVs(ctx, fsys, tasks); err != nil {
+			yield(nil, err)
+			return
+		}
 		for i, tk := range tasks {
 			if i > 0 && rd.between != nil && rd.between() {
 				return // every file read so far was read whole
@@ -730,6 +736,58 @@ func (p *posDeletes) loadDVs(fsys icebergio.IO, dvs []iceberg.DataFile) error {
 		}
 	}
 	return nil
+}
+
+// prefetchDVs reads the deletion vectors of tasks that loadDVs would read
+// one at a time, each Puffin file once and several files at once: on S3
+// each read is a request, and a compaction of a finely partitioned table
+// needs thousands.
+func (p *posDeletes) prefetchDVs(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask) error {
+	byFile := map[string][]iceberg.DataFile{}
+	var files []string
+	queued := map[string]bool{}
+	for _, tk := range tasks {
+		for _, d := range tk.DeletionVectorFiles {
+			key := dvKey(d)
+			if p.read[key] || queued[key] || d.ContentOffset() == nil || d.ReferencedDataFile() == nil || p.dvs.get(d) != nil {
+				continue // read, or read by loadDVs (from memory, or through the footer)
+			}
+			queued[key] = true
+			if _, seen := byFile[d.FilePath()]; !seen {
+				files = append(files, d.FilePath())
+			}
+			byFile[d.FilePath()] = append(byFile[d.FilePath()], d)
+		}
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dvRequests)
+	for _, file := range files {
+		dels := byFile[file]
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			bms, err := readDVBlobsFrom(fsys, dels)
+			if err != nil {
+				return fmt.Errorf("read the deletion vectors in %s: %w", file, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, d := range dels {
+				p.read[dvKey(d)] = true
+				p.reads++
+				if ref := *d.ReferencedDataFile(); p.want[ref] {
+					for pos := range bms[i].Positions() {
+						p.rows[ref] = append(p.rows[ref], int64(pos))
+					}
+					p.sorted[ref] = false
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // dvKey names one deletion vector: a Puffin file holds many.

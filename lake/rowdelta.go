@@ -83,8 +83,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New(),
-		known: t.state.delEntries.get, live: map[string][]iceberg.ManifestEntry{}}
+	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New()}
 	committed := false
 	defer func() {
 		if !committed {
@@ -104,11 +103,6 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 		mans = append(mans, kept...)
 	}
 	snap, err := s.snapshot(parent, mans, rowDeltaSummary(d, parent, props))
-	defer func() {
-		if committed {
-			t.state.delEntries.committed(mans, s.live)
-		}
-	}()
 	if err != nil {
 		return nil, fmt.Errorf("write the manifest list of a snapshot of %s: %w", t.ID, err)
 	}
@@ -199,18 +193,6 @@ type snapshotWriter struct {
 	mu      sync.Mutex
 	n       int
 	written []string
-	// known returns the live entries of a parent's delete manifest that
-	// this process wrote (nil: decode it); live collects those of the
-	// delete manifests this writer writes (delentries.go).
-	known func(path string) []iceberg.ManifestEntry
-	live  map[string][]iceberg.ManifestEntry
-}
-
-// wrote records the live entries of the delete manifest at path.
-func (s *snapshotWriter) wrote(path string, entries []iceberg.ManifestEntry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.live[path] = entries
 }
 
 func (s *snapshotWriter) newPath() string {
@@ -249,26 +231,16 @@ func (s *snapshotWriter) addedManifests(d rowDelta) ([]iceberg.ManifestFile, err
 			if group.content == iceberg.ManifestContentData {
 				seq = d.dataSeq
 			}
-			var live []iceberg.ManifestEntry
 			mf, err := s.writeManifest(spec, group.content, func(w *iceberg.ManifestWriter) error {
 				for _, f := range bySpec[spec] {
 					if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, seq, nil, f)); err != nil {
 						return err
-					}
-					if group.content == iceberg.ManifestContentDeletes {
-						// As a reader decodes it: the sequence numbers
-						// inherited from the snapshot.
-						n := s.meta.LastSequenceNumber() + 1
-						live = append(live, iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, &n, &n, f))
 					}
 				}
 				return nil
 			})
 			if err != nil {
 				return nil, err
-			}
-			if live != nil {
-				s.wrote(mf.FilePath(), live)
 			}
 			out = append(out, mf)
 		}
@@ -349,17 +321,13 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 			continue
 		}
 		g.Go(func() error {
-			entries := s.known(mf.FilePath())
-			if entries == nil {
-				for e, err := range mf.Entries(s.fsys, true) {
-					if err != nil {
-						return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-					}
-					entries = append(entries, e)
-				}
-			}
+			var entries []iceberg.ManifestEntry
 			hit := 0
-			for _, e := range entries {
+			for e, err := range mf.Entries(s.fsys, true) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+				}
+				entries = append(entries, e)
 				if drop[dvKey(e.DataFile())] != nil {
 					hit++
 				}
@@ -388,9 +356,6 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 				}
 				return nil
 			})
-			if err == nil && mf.ManifestContent() == iceberg.ManifestContentDeletes {
-				s.wrote(nm.FilePath(), kept)
-			}
 			out[i] = nm
 			return err
 		})

@@ -119,9 +119,6 @@ type tableState struct {
 	stagedRows atomic.Int64 // see Table.StagedRows
 	// manifests caches the entries of the manifests last planned (plan.go).
 	manifests manifestCache
-	// delEntries are the entries of the delete manifests of the current
-	// snapshot this process wrote (delentries.go).
-	delEntries deleteEntries
 	// clock times the phases of the epoch commit under way (nil outside
 	// one); under commitMu. times are the last one's, under timesMu.
 	clock   *clock

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -355,6 +356,11 @@ func run(o options) (*results, error) {
 	}
 	if o.keep {
 		logf("working directory: %s", dir)
+		defer func() {
+			// A kept directory holds the servers' data and the warehouse:
+			// gigabytes a run, which a few runs can fill a disk with.
+			logf("kept %s (%.1f GB): remove it when done", dir, float64(dirBytes(dir))/1e9)
+		}()
 	} else {
 		defer os.RemoveAll(dir)
 	}
@@ -1058,4 +1064,19 @@ func snapshotCells(snaps []snapshotScan, ratio func(snapshotScan) float64) (epoc
 		}
 	}
 	return epochs, others
+}
+
+// dirBytes returns the bytes of the files under dir (0 when it cannot be
+// walked).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -256,8 +256,8 @@ func (m *Maintainer) run(ctx context.Context, t *Table, st *maintState, task str
 		}
 		msg := "orphan files removed"
 		if r.Deleted == 0 {
-			// Logged too: the table's next epoch waited for the scan, which
-			// reads every manifest of every snapshot.
+			// Logged too: the scan reads every manifest of every snapshot,
+			// and the epochs committing meanwhile share the CPU with it.
 			msg = "no orphan files found"
 		}
 		m.log.Info(msg, "table", t.ID.String(), "files", r.Deleted, "bytes", r.Bytes, "seconds", r.Duration.Seconds())

@@ -196,6 +196,50 @@ func (t *Table) writeDVs(ctx context.Context, tbl *table.Table, set *dvSet) (add
 // dvRequests bounds the Puffin files an epoch reads or writes at once.
 const dvRequests = 8
 
+// dvsByFile are deletion vectors to read, by Puffin file.
+type dvsByFile struct {
+	files  []string // in the order first added
+	byFile map[string][]iceberg.DataFile
+}
+
+func (v *dvsByFile) add(del iceberg.DataFile) {
+	if v.byFile == nil {
+		v.byFile = map[string][]iceberg.DataFile{}
+	}
+	if _, seen := v.byFile[del.FilePath()]; !seen {
+		v.files = append(v.files, del.FilePath())
+	}
+	v.byFile[del.FilePath()] = append(v.byFile[del.FilePath()], del)
+}
+
+// read reads the vectors, each Puffin file once and dvRequests files at
+// once (on S3 each read is a request), and calls got with each one, one
+// call at a time.
+func (v *dvsByFile) read(ctx context.Context, fsys icebergio.IO, got func(del iceberg.DataFile, bm *dv.RoaringPositionBitmap)) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dvRequests)
+	for _, file := range v.files {
+		dels := v.byFile[file]
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			bms, err := readDVBlobsFrom(fsys, dels)
+			if err != nil {
+				return fmt.Errorf("read the deletion vectors in %s: %w", file, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, del := range dels {
+				got(del, bms[i])
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // dvSpanBytes is the most readDVBlobsFrom reads at once to get several
 // vectors of a file in one request.
 const dvSpanBytes = 4 << 20
@@ -209,8 +253,7 @@ const dvSpanBytes = 4 << 20
 func (t *Table) oldDVs(ctx context.Context, fsys icebergio.IO, set *dvSet, live map[string]iceberg.DataFile) (map[string]*dv.RoaringPositionBitmap, []iceberg.DataFile, error) {
 	olds := map[string]*dv.RoaringPositionBitmap{}
 	var superseded []iceberg.DataFile
-	byFile := map[string][]iceberg.DataFile{}
-	var files []string
+	var toRead dvsByFile
 	for _, p := range set.order {
 		old, ok := live[p]
 		if !ok {
@@ -221,31 +264,13 @@ func (t *Table) oldDVs(ctx context.Context, fsys icebergio.IO, set *dvSet, live 
 			olds[p] = bm
 			continue
 		}
-		if _, seen := byFile[old.FilePath()]; !seen {
-			files = append(files, old.FilePath())
-		}
-		byFile[old.FilePath()] = append(byFile[old.FilePath()], old)
+		toRead.add(old)
 	}
-	var mu sync.Mutex
-	g, _ := errgroup.WithContext(ctx)
-	g.SetLimit(dvRequests)
-	for _, file := range files {
-		dels := byFile[file]
-		g.Go(func() error {
-			bms, err := readDVBlobsFrom(fsys, dels)
-			if err != nil {
-				return fmt.Errorf("read the deletion vectors of %s in %s: %w", t.ID, file, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i, del := range dels {
-				olds[*del.ReferencedDataFile()] = bms[i]
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
+	err := toRead.read(ctx, fsys, func(del iceberg.DataFile, bm *dv.RoaringPositionBitmap) {
+		olds[*del.ReferencedDataFile()] = bm
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("merge the deletion vectors of %s with their new positions: %w", t.ID, err)
 	}
 	return olds, superseded, nil
 }

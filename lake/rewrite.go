@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -20,7 +19,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"golang.org/x/sync/errgroup"
+	"github.com/apache/iceberg-go/table/dv"
 )
 
 // errNoKeyFilter says a compaction group needs iceberg-go's own reader:
@@ -743,8 +742,7 @@ func (p *posDeletes) loadDVs(fsys icebergio.IO, dvs []iceberg.DataFile) error {
 // each read is a request, and a compaction of a finely partitioned table
 // needs thousands.
 func (p *posDeletes) prefetchDVs(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask) error {
-	byFile := map[string][]iceberg.DataFile{}
-	var files []string
+	var toRead dvsByFile
 	queued := map[string]bool{}
 	for _, tk := range tasks {
 		for _, d := range tk.DeletionVectorFiles {
@@ -753,41 +751,19 @@ func (p *posDeletes) prefetchDVs(ctx context.Context, fsys icebergio.IO, tasks [
 				continue // read, or read by loadDVs (from memory, or through the footer)
 			}
 			queued[key] = true
-			if _, seen := byFile[d.FilePath()]; !seen {
-				files = append(files, d.FilePath())
-			}
-			byFile[d.FilePath()] = append(byFile[d.FilePath()], d)
+			toRead.add(d)
 		}
 	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(dvRequests)
-	for _, file := range files {
-		dels := byFile[file]
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
+	return toRead.read(ctx, fsys, func(d iceberg.DataFile, bm *dv.RoaringPositionBitmap) {
+		p.read[dvKey(d)] = true
+		p.reads++
+		if ref := *d.ReferencedDataFile(); p.want[ref] {
+			for pos := range bm.Positions() {
+				p.rows[ref] = append(p.rows[ref], int64(pos))
 			}
-			bms, err := readDVBlobsFrom(fsys, dels)
-			if err != nil {
-				return fmt.Errorf("read the deletion vectors in %s: %w", file, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i, d := range dels {
-				p.read[dvKey(d)] = true
-				p.reads++
-				if ref := *d.ReferencedDataFile(); p.want[ref] {
-					for pos := range bms[i].Positions() {
-						p.rows[ref] = append(p.rows[ref], int64(pos))
-					}
-					p.sorted[ref] = false
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+			p.sorted[ref] = false
+		}
+	})
 }
 
 // dvKey names one deletion vector: a Puffin file holds many.

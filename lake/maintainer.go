@@ -2,10 +2,11 @@ package lake
 
 // Table maintenance: compaction, snapshot expiry and orphan cleanup.
 //
-// Every task runs on a lake.Table serialized with the table's epoch commits
-// (the daemon runs it between two commits, see merge.Maintainer), commits
-// through the same cached *table.Table and leaves the new one in place, so
-// the next epoch commit's AssertRefSnapshotID still holds. Maintenance
+// The daemon runs maintenance in the background next to the epochs (see
+// merge.Maintainer). A task commits under the table's commit lock (a
+// compaction of a table that cannot rebase deletes holds it from its plan
+// on), through the same cached *table.Table, and leaves the new one in
+// place, so the next epoch commit's AssertRefSnapshotID still holds. Maintenance
 // snapshots never carry the cdcsync.pipeline / cdcsync.epoch summary keys:
 // committedIn passes over them to the last epoch commit.
 
@@ -19,9 +20,10 @@ import (
 )
 
 // Maintainer schedules the maintenance of the daemon's tables. AfterCommit
-// is called after each epoch commit of a table, serialized with that
-// table's commits, and runs one task at most (two when one would starve),
-// so that the next epoch waits for a bounded piece of work. A task is due:
+// is called after an epoch commit of a table and runs one task at most (two
+// when one would starve), so that each run is a bounded piece of work next
+// to the epochs, which wait for it only while it holds the table's commit
+// lock. A task is due:
 //
 //   - compaction, when every_epochs of the table's epochs have passed since
 //     the last one and a threshold is reached;

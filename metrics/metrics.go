@@ -237,7 +237,7 @@ func New() *Metrics {
 		Name: "cdcsync_maintenance_runs_total", Help: "Maintenance tasks by table, task (compaction, expiry, orphans) and result (ok, noop, failed).",
 	}, []string{"table", "task", "result"})
 	m.MaintenanceSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "cdcsync_maintenance_duration_seconds", Help: "Time taken by a maintenance task, by task; the next epoch commit waits for it.",
+		Name: "cdcsync_maintenance_duration_seconds", Help: "Time taken by a maintenance task, by task. Tasks run next to the epoch commits, which wait only while a compaction or a tag holds the table's commit lock (see cdcsync_table_commit_phase_seconds{phase=\"wait\"}).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 	}, []string{"task"})
 	m.SnapshotsExpired = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -330,49 +330,27 @@ func (t *Table) writeDVFile(ctx context.Context, tbl *table.Table, wfs icebergio
 }
 
 // eachDVDelete calls fn with the data file and every position of the
-// deletion vector del, until fn returns false.
+// deletion vector del, until fn returns false; the vector comes from cache
+// when it holds it (nil: none).
 func eachDVDelete(fsys icebergio.IO, cache *dvCache, del iceberg.DataFile, fn func(path string, pos int64) bool) error {
 	ref := del.ReferencedDataFile()
 	if ref == nil {
 		return fmt.Errorf("deletion vector in %s names no data file", del.FilePath())
 	}
-	bms, err := readDVBlobs(fsys, []iceberg.DataFile{del}, cache)
-	if err != nil {
-		return fmt.Errorf("read the deletion vector of %s in %s: %w", *ref, del.FilePath(), err)
+	bm := cache.get(del)
+	if bm == nil {
+		bms, err := readDVBlobsFrom(fsys, []iceberg.DataFile{del})
+		if err != nil {
+			return fmt.Errorf("read the deletion vector of %s in %s: %w", *ref, del.FilePath(), err)
+		}
+		bm = bms[0]
 	}
-	bm := bms[0]
 	for p := range bm.Positions() {
 		if !fn(*ref, int64(p)) {
 			return nil
 		}
 	}
 	return nil
-}
-
-// readDVBlobs returns the deletion vectors dels, all in one Puffin file:
-// those cache holds from it (nil: none), the others read from the file.
-// Callers must not change the bitmaps.
-func readDVBlobs(fsys icebergio.IO, dels []iceberg.DataFile, cache *dvCache) ([]*dv.RoaringPositionBitmap, error) {
-	bms := make([]*dv.RoaringPositionBitmap, len(dels))
-	var missing []iceberg.DataFile
-	for i, del := range dels {
-		if bms[i] = cache.get(del); bms[i] == nil {
-			missing = append(missing, del)
-		}
-	}
-	if len(missing) == 0 {
-		return bms, nil
-	}
-	read, err := readDVBlobsFrom(fsys, missing)
-	if err != nil {
-		return nil, err
-	}
-	for i := range bms {
-		if bms[i] == nil {
-			bms[i], read = read[0], read[1:]
-		}
-	}
-	return bms, nil
 }
 
 // readDVBlobsFrom reads the deletion vectors dels, all in one Puffin file,

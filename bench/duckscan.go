@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,14 +43,14 @@ type duckScanResult struct {
 // each and DuckDB's version. A warehouse other than a local directory, or
 // a machine without the venv, is an error that says so.
 func duckScans(metadata string, snapshots []int64, rounds int) ([]duckScanResult, string, error) {
-	path := strings.TrimPrefix(metadata, "file://")
-	if !filepath.IsAbs(path) {
+	u, err := url.Parse(metadata)
+	if err != nil || (u.Scheme != "file" && u.Scheme != "") || !filepath.IsAbs(u.Path) {
 		return nil, "", fmt.Errorf("DuckDB reads only a local warehouse here, not %s", metadata)
 	}
 	if _, err := os.Stat(duckPython); err != nil {
 		return nil, "", fmt.Errorf("no DuckDB: %s is missing; bash scripts/engines.sh installs it", duckPython)
 	}
-	req, err := json.Marshal(map[string]any{"metadata": path, "snapshots": snapshots, "rounds": rounds})
+	req, err := json.Marshal(map[string]any{"metadata": u.Path, "snapshots": snapshots, "rounds": rounds})
 	if err != nil {
 		return nil, "", err
 	}

@@ -303,3 +303,44 @@ func testRewriteManyPartitions(t *testing.T, stage bool) {
 
 // eqMode is the partitionedConfig extra of the tests of equality mode.
 const eqMode = "deletes:\n  mode: equality\n"
+
+// TestWarehousePathWithURLCharacters: a local warehouse whose path holds
+// characters a URL escapes (a space, parentheses, a percent sign) is
+// created and written where the user said, and nowhere else (Open created
+// an empty directory at the escaped path, next to the real one).
+func TestWarehousePathWithURLCharacters(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "my lake (test) 100%")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lk := openLake(t, partitionedConfig(t, dir, eqMode, "bucket(4, id)"))
+	tb, err := lk.EnsureTable(ctx, ordersSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[int64]cdcsync.Row{}
+	var rows []cdcsync.Row
+	for id := int64(1); id <= 10; id++ {
+		model[id] = orderRow(id, id, "v1")
+		rows = append(rows, model[id])
+	}
+	if err := tb.Commit(ctx, Epoch{Number: 1, Pos: pos(1)}, nil, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	assertOrders(t, tb.Iceberg(), model)
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != filepath.Base(dir) {
+			t.Errorf("%s holds %q next to the warehouse's directory %q", parent, e.Name(), filepath.Base(dir))
+		}
+	}
+	data, err := filepath.Glob(filepath.Join(dir, "warehouse", "shop.db", "orders", "data", "*", "*.parquet"))
+	if err != nil || len(data) == 0 {
+		t.Errorf("no data file under %s (%v)", filepath.Join(dir, "warehouse"), err)
+	}
+}

@@ -125,7 +125,13 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Lake, error) {
 	}
 	ioProps := s3Props(&opts.Warehouse.S3)
 	if strings.HasPrefix(wh, "file://") {
-		if err := os.MkdirAll(strings.TrimPrefix(wh, "file://"), 0o755); err != nil {
+		// The URL escapes what a path may hold (spaces, parentheses, %):
+		// the directory is its unescaped path, where iceberg-go writes.
+		u, err := url.Parse(wh)
+		if err != nil {
+			return nil, fmt.Errorf("warehouse location %s: %w", wh, err)
+		}
+		if err := os.MkdirAll(u.Path, 0o755); err != nil {
 			return nil, fmt.Errorf("create warehouse directory: %w", err)
 		}
 	}

@@ -12,7 +12,7 @@ type CommitTimes struct {
 	Wait      time.Duration // for the table's commit lock (a compaction, a tag)
 	Lookup    time.Duration // key index: catching up and finding the deleted rows
 	Data      time.Duration // writing data files
-	Deletes   time.Duration // writing delete files or deletion vectors
+	Deletes   time.Duration // writing delete files, or deletion vectors beyond Data (written at the same time)
 	Manifests time.Duration // writing the snapshot's manifests and manifest list
 	Catalog   time.Duration // the catalog commit
 	Index     time.Duration // recording the committed rows in the key index
@@ -58,10 +58,15 @@ func indexPhase(c *CommitTimes) *time.Duration     { return &c.Index }
 // lap adds the time since the last lap to phase p; a nil clock (a commit
 // that is not an epoch's: compaction, expiry) times nothing.
 func (c *clock) lap(p phase) {
-	if c == nil {
+	c.lapAt(p, time.Now())
+}
+
+// lapAt is lap for a phase that ended at at (a phase run next to the next
+// one: the next lap gets only the time after at).
+func (c *clock) lapAt(p phase, at time.Time) {
+	if c == nil || at.Before(c.at) {
 		return
 	}
-	now := time.Now()
-	*p(c.times) += now.Sub(c.at)
-	c.at = now
+	*p(c.times) += at.Sub(c.at)
+	c.at = at
 }

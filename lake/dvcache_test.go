@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,40 @@ func TestEpochsReplaceVectorsFromMemory(t *testing.T) {
 	}
 	// No snapshot to come needs the first vector's file: the current one
 	// reads without it.
+	e.assertModel(e.tbl.Iceberg())
+}
+
+// An epoch whose deletion vectors fail leaves none of the data files it
+// wrote at the same time.
+func TestFailedVectorsLeaveNoDataFiles(t *testing.T) {
+	e := newKVMode(t, "p", DeletesDV)
+	e.commit(nil, keys(1, 100), "v1", nil)
+	e.commit(nil, nil, "", keys(1, 10)) // a vector for the data file
+	// A restarted process, its key index caught up, then the vector's file
+	// unreadable: the next epoch that replaces it fails writing vectors.
+	e.tbl = e.reopen()
+	e.commit(nil, keys(200, 210), "v2", nil)
+	puffin := e.puffinFiles()
+	for p := range puffin {
+		if err := os.Rename(p, p+".away"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.parquetFiles()
+	d, r := e.change(keys(20, 25), "v3", keys(11, 12))
+	err := e.tbl.Commit(t.Context(), Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1)}, d, r, nil)
+	if err == nil || !strings.Contains(err.Error(), "deletion vector") {
+		t.Fatalf("the epoch committed, or failed elsewhere than its vectors (%v)", err)
+	}
+	if after := e.parquetFiles(); !slices.Equal(after, before) {
+		t.Errorf("the failed epoch left data files: %d before, %d after", len(before), len(after))
+	}
+	for p := range puffin {
+		if err := os.Rename(p+".away", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.commit(nil, keys(20, 25), "v3", keys(11, 12))
 	e.assertModel(e.tbl.Iceberg())
 }
 

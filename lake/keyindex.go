@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/pkindex"
+	"golang.org/x/sync/errgroup"
 )
 
 // Position deletes and the key index.
@@ -794,17 +795,45 @@ func (t *Table) positionEpochFiles(ctx context.Context, base *table.Table, e Epo
 	}
 	t.state.clock.lap(lookupPhase)
 	locs := make([]rowLoc, len(rows))
-	if len(rows) > 0 {
-		if data, err = t.writeFiles(ctx, base, t.dataFile, rows, locs); err != nil {
-			return nil, nil, fmt.Errorf("write data files of %s: %w", t.ID, err)
+	var (
+		superseded []iceberg.DataFile
+		dataDone   time.Time
+	)
+	writeData := func() error {
+		defer func() { dataDone = time.Now() }()
+		if len(rows) == 0 {
+			return nil
 		}
+		var err error
+		if data, err = t.writeFiles(ctx, base, t.dataFile, rows, locs); err != nil {
+			return fmt.Errorf("write data files of %s: %w", t.ID, err)
+		}
+		return nil
 	}
-	t.state.clock.lap(dataPhase)
-	var superseded []iceberg.DataFile
-	if dels, superseded, err = t.writeTargets(ctx, base, targets); err != nil {
+	writeDeletes := func() error {
+		var err error
+		dels, superseded, err = t.writeTargets(ctx, base, targets)
+		return err
+	}
+	if t.mode == DeletesDV {
+		// Deletion vectors take none of the data writer's open-file budget
+		// (position delete files do), so they are written next to the data
+		// files: on a finely partitioned table each is a good part of the
+		// commit (reading the vectors they replace, tens of Puffin files).
+		var g errgroup.Group
+		g.Go(writeData)
+		g.Go(writeDeletes)
+		err = g.Wait()
+	} else if err = writeData(); err == nil {
+		err = writeDeletes()
+	}
+	if err != nil {
 		t.removeFiles(ctx, base, data)
+		t.removeFiles(ctx, base, dels)
 		return nil, nil, err
 	}
+	// The deletes phase is the time they took beyond the data files.
+	t.state.clock.lapAt(dataPhase, dataDone)
 	t.state.clock.lap(deletesPhase)
 	if keys == nil {
 		keys = [][]byte{} // marks the pending files as position mode's

@@ -83,7 +83,10 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New()}
+	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New(), chunk: deleteManifestEntries}
+	if t.deleteManifestEntries > 0 {
+		s.chunk = t.deleteManifestEntries
+	}
 	committed := false
 	defer func() {
 		if !committed {
@@ -91,17 +94,30 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 		}
 	}()
 	parent := head(meta, ref)
-	mans, err := s.addedManifests(d)
-	if err != nil {
-		return nil, fmt.Errorf("write the manifests of a snapshot of %s: %w", t.ID, err)
-	}
-	if parent != nil {
-		kept, err := s.parentManifests(ctx, parent, d)
-		if err != nil {
-			return nil, fmt.Errorf("carry the manifests of snapshot %d of %s over: %w", parent.SnapshotID, t.ID, err)
+	// The new files' manifests are written while the parent's are read and
+	// rewritten: both are mostly Avro encoding and deflate, on one core each.
+	var mans, kept []iceberg.ManifestFile
+	var g errgroup.Group
+	g.Go(func() error {
+		var err error
+		if mans, err = s.addedManifests(d); err != nil {
+			return fmt.Errorf("write the manifests of a snapshot of %s: %w", t.ID, err)
 		}
-		mans = append(mans, kept...)
+		return nil
+	})
+	if parent != nil {
+		g.Go(func() error {
+			var err error
+			if kept, err = s.parentManifests(ctx, parent, d); err != nil {
+				return fmt.Errorf("carry the manifests of snapshot %d of %s over: %w", parent.SnapshotID, t.ID, err)
+			}
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	mans = append(mans, kept...)
 	snap, err := s.snapshot(parent, mans, rowDeltaSummary(d, parent, props))
 	if err != nil {
 		return nil, fmt.Errorf("write the manifest list of a snapshot of %s: %w", t.ID, err)
@@ -190,6 +206,7 @@ type snapshotWriter struct {
 	locs    table.LocationProvider
 	id      int64
 	commit  uuid.UUID
+	chunk   int // the most entries of a delete manifest it writes
 	mu      sync.Mutex
 	n       int
 	written []string
@@ -231,21 +248,57 @@ func (s *snapshotWriter) addedManifests(d rowDelta) ([]iceberg.ManifestFile, err
 			if group.content == iceberg.ManifestContentData {
 				seq = d.dataSeq
 			}
-			mf, err := s.writeManifest(spec, group.content, func(w *iceberg.ManifestWriter) error {
-				for _, f := range bySpec[spec] {
-					if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, seq, nil, f)); err != nil {
+			files := bySpec[spec]
+			mfs, err := s.writeManifests(spec, group.content, len(files), func(w *iceberg.ManifestWriter, i int) error {
+				return w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, seq, nil, files[i]))
+			})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, mfs...)
+		}
+	}
+	return out, nil
+}
+
+// deleteManifestEntries bounds the entries of a delete manifest that a
+// commit adds (its new deletes, or the removed files it records): a larger
+// set is written as several manifests at once. An epoch of a finely
+// partitioned dv table adds and replaces tens of thousands of vectors, and
+// iceberg-go's manifest writer encodes and deflates on one core. Data
+// manifests are written whole: their files' row ids follow their order.
+const deleteManifestEntries = 8192
+
+// manifestWriters bounds the manifests a commit writes at once.
+const manifestWriters = 2
+
+// writeManifests writes n entries (put writes entry i) as manifests of
+// spec and content, in order: one, or for deletes several of at most
+// s.chunk each, written at once.
+func (s *snapshotWriter) writeManifests(spec int32, content iceberg.ManifestContent, n int, put func(w *iceberg.ManifestWriter, i int) error) ([]iceberg.ManifestFile, error) {
+	parts := 1
+	if content == iceberg.ManifestContentDeletes {
+		parts = max(1, (n+s.chunk-1)/s.chunk)
+	}
+	out := make([]iceberg.ManifestFile, parts)
+	var g errgroup.Group
+	g.SetLimit(manifestWriters)
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		g.Go(func() error {
+			mf, err := s.writeManifest(spec, content, func(w *iceberg.ManifestWriter) error {
+				for i := lo; i < hi; i++ {
+					if err := put(w, i); err != nil {
 						return err
 					}
 				}
 				return nil
 			})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, mf)
-		}
+			out[p] = mf
+			return err
+		})
 	}
-	return out, nil
+	return out, g.Wait()
 }
 
 // writeManifest writes one manifest of spec and content, whose entries fill
@@ -368,18 +421,14 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 	// rewritten manifest would be dropped by the next commit anyway, and
 	// iceberg-go's manifest merge fails on a group of them.
 	for _, k := range tombs.order {
-		mf, err := s.writeManifest(k.spec, k.content, func(w *iceberg.ManifestWriter) error {
-			for _, e := range tombs.entries[k] {
-				if err := w.Delete(e); err != nil {
-					return err
-				}
-			}
-			return nil
+		es := tombs.entries[k]
+		mfs, err := s.writeManifests(k.spec, k.content, len(es), func(w *iceberg.ManifestWriter, i int) error {
+			return w.Delete(es[i])
 		})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, mf)
+		out = append(out, mfs...)
 	}
 	for _, byKey := range gone {
 		for k, f := range byKey {

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -231,5 +232,86 @@ func checkRemovals(t *testing.T, tbl *table.Table, id int64) {
 	}
 	if got["deleted-data-files"] == 0 && got["removed-delete-files"] == 0 {
 		t.Fatalf("the compaction's snapshot %d (%s) records no removal", id, s.Summary.Operation)
+	}
+}
+
+// TestDeleteManifestsSplit: a commit with more deletes than a delete
+// manifest takes writes them as several manifests, and records the
+// vectors it replaces, found across those manifests, in several too; rows,
+// the replaced vectors and the live ones stay right, for this process and
+// a restarted one.
+func TestDeleteManifestsSplit(t *testing.T) {
+	e := newKVMode(t, "p", DeletesDV)
+	e.tbl.deleteManifestEntries = 3
+	for i := int64(0); i < 10; i++ {
+		e.commit(nil, keys(1+100*i, 100*(i+1)), "v1", nil) // a data file each
+	}
+	deleteManifests := func() (added, tombstones, live int) {
+		t.Helper()
+		tbl := e.tbl.Iceberg()
+		fsys, err := tbl.FS(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := tbl.CurrentSnapshot()
+		mans, err := snap.Manifests(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mans {
+			if mf.ManifestContent() != iceberg.ManifestContentDeletes || mf.SnapshotID() != snap.SnapshotID {
+				continue
+			}
+			switch {
+			case mf.HasAddedFiles():
+				added++
+			case mf.DeletedDataFiles() > 0 && !mf.HasExistingFiles():
+				tombstones++
+			}
+		}
+		for _, mf := range mans {
+			if mf.ManifestContent() != iceberg.ManifestContentDeletes {
+				continue
+			}
+			for _, err := range mf.Entries(fsys, true) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				live++
+			}
+		}
+		return added, tombstones, live
+	}
+	var del []int64
+	for i := int64(0); i < 10; i++ {
+		del = append(del, 1+100*i)
+	}
+	e.commit(nil, nil, "", del) // a vector for each of the 10 files
+	e.assertModel(e.tbl.Iceberg())
+	if added, _, live := deleteManifests(); added != 4 || live != 10 {
+		t.Errorf("10 vectors: %d delete manifests added, %d live vectors; want 4 (at most 3 each) and 10", added, live)
+	}
+	for round := range 2 {
+		if round == 1 {
+			e.tbl = e.reopen() // reads the vectors it replaces
+			e.tbl.deleteManifestEntries = 3
+		}
+		var set []int64
+		for i := int64(0); i < 10; i++ {
+			del[i]++
+			set = append(set, 50+100*i)
+		}
+		e.commit(nil, set, fmt.Sprint("v", round+2), del) // replaces the 10 vectors
+		e.assertModel(e.tbl.Iceberg())
+		// The second round's updates also delete rows of the file the
+		// first one added: 11 vectors.
+		want := 10 + round
+		added, tombs, live := deleteManifests()
+		if added != 4 || tombs != 4 || live != want {
+			t.Errorf("round %d: %d delete manifests added, %d of removed vectors, %d live vectors; want 4, 4 and %d", round, added, tombs, live, want)
+		}
+		if s := e.tbl.Iceberg().CurrentSnapshot().Summary.Properties; s["removed-dvs"] != "10" || s["added-dvs"] != fmt.Sprint(want) {
+			t.Errorf("round %d: the epoch added %s and removed %s vectors, want %d and 10", round, s["added-dvs"], s["removed-dvs"], want)
+		}
 	}
 }

@@ -75,6 +75,9 @@ type Table struct {
 	// BeforeCommit, when set, runs after the files are written and before
 	// the catalog commit; tests use it to crash in that window.
 	BeforeCommit func()
+	// deleteManifestEntries, when set, replaces the constant of that name
+	// (tests split small delete sets across manifests with it).
+	deleteManifestEntries int
 }
 
 // tableState is what the goroutines that commit to a table share.

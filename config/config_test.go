@@ -815,6 +815,13 @@ warehouse:
 	}
 	_, err = Parse([]byte(minimal+"catalog:\n  sql:\n    dsn: \"file:cat.db?cache=shared\"\n"), "/etc/cdcsync/cdcsync.yaml")
 	wantContains(t, fmt.Sprint(err), `line 8: catalog.sql.dsn for sqlite must be a plain file path, not a "file:" URI`)
+	_, err = Parse([]byte(minimal+"catalog:\n  sql:\n    dsn: \"cat.db?cache=shared\"\n"), "/etc/cdcsync/cdcsync.yaml")
+	wantContains(t, fmt.Sprint(err), `line 8: catalog.sql.dsn for sqlite must be a plain file path, not a "file:" URI, ":memory:" or options`)
+	// A path with # or % is a path (lake/ escapes them in the SQLite URI).
+	c, err = Parse([]byte(minimal+"catalog:\n  sql:\n    dsn: \"/srv/lake #2 100%/cat.db\"\n"), "/etc/cdcsync/cdcsync.yaml")
+	if err != nil || c.Catalog.SQL.DSN.Value() != "/srv/lake #2 100%/cat.db" {
+		t.Errorf("a catalog path with # and %%: %v", err)
+	}
 	c, err = Parse([]byte(minimal), "/etc/cdcsync/cdcsync.yaml")
 	if err != nil || c.Warehouse.Location != "/etc/cdcsync/warehouse" {
 		t.Errorf("Parse with absolute source: %v %+v", err, c)

@@ -370,7 +370,7 @@ func (p *problems) catalog() {
 			switch {
 			case strings.TrimSpace(dsn) == "":
 				p.add("catalog.sql.dsn", "catalog.sql.dsn is empty: set the SQLite database file, e.g. dsn: ./catalog.db, or remove the key for the default")
-			case !isSQLitePath(dsn) || strings.ContainsAny(dsn, "?#"):
+			case !isSQLitePath(dsn) || strings.Contains(dsn, "?"):
 				p.add("catalog.sql.dsn", `catalog.sql.dsn for sqlite must be a plain file path, not a "file:" URI, ":memory:" or options (cdcsync sets its own): write e.g. dsn: ./catalog.db`)
 			}
 		case DriverPostgres:

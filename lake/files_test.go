@@ -36,7 +36,7 @@ func partitionedConfig(t testing.TB, dir string, extra string, spec ...string) *
 		}
 		parts += fmt.Sprintf("%q", s)
 	}
-	yaml := fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %s\n%scatalog:\n  sql:\n    dsn: %s\n"+
+	yaml := fmt.Sprintf("pipeline: p\nsource:\n  user: u\n  server_id: 7\n  include: [\"shop.*\"]\nwarehouse:\n  location: %q\n%scatalog:\n  sql:\n    dsn: %q\n"+
 		"tables:\n  - match: shop.orders\n    partition: [%s]\n",
 		filepath.Join(dir, "warehouse"), extra, filepath.Join(dir, "catalog.db"), parts)
 	return loadConfig(t, filepath.Join(dir, "p.yaml"), yaml)
@@ -304,14 +304,16 @@ func testRewriteManyPartitions(t *testing.T, stage bool) {
 // eqMode is the partitionedConfig extra of the tests of equality mode.
 const eqMode = "deletes:\n  mode: equality\n"
 
-// TestWarehousePathWithURLCharacters: a local warehouse whose path holds
-// characters a URL escapes (a space, parentheses, a percent sign) is
-// created and written where the user said, and nowhere else (Open created
-// an empty directory at the escaped path, next to the real one).
+// TestWarehousePathWithURLCharacters: a local warehouse and a SQLite
+// catalog whose paths hold characters a URL escapes (a space, parentheses,
+// a percent sign, #) are created and written where the user said, and
+// nowhere else (Open created an empty directory at the escaped path, next
+// to the real one; SQLite could not open a catalog path with % in it, and
+// config refused one with #).
 func TestWarehousePathWithURLCharacters(t *testing.T) {
 	ctx := context.Background()
 	parent := t.TempDir()
-	dir := filepath.Join(parent, "my lake (test) 100%")
+	dir := filepath.Join(parent, "my lake (test) #2 100%")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -342,5 +344,8 @@ func TestWarehousePathWithURLCharacters(t *testing.T) {
 	data, err := filepath.Glob(filepath.Join(dir, "warehouse", "shop.db", "orders", "data", "*", "*.parquet"))
 	if err != nil || len(data) == 0 {
 		t.Errorf("no data file under %s (%v)", filepath.Join(dir, "warehouse"), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "catalog.db")); err != nil {
+		t.Errorf("the catalog is not where the configuration says: %v", err)
 	}
 }

@@ -112,6 +112,13 @@ func (l *Lake) leaseValid() error {
 	return l.valid()
 }
 
+// sqliteURI is the SQLite URI of the database file at path with query: the
+// path's % and # escaped, which SQLite's URI parser would take for an
+// escape and the start of a fragment (config rejects a ? in the path).
+func sqliteURI(path, query string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(path) + "?" + query
+}
+
 // Open connects to the catalog of opts (OptionsFrom takes them from the
 // configuration). It creates the SQL catalog's tables when they do not
 // exist yet.
@@ -253,7 +260,7 @@ func openSQL(ctx context.Context, opts *Options, props iceberg.Properties, rch *
 	default:
 		// WAL and a busy timeout let `cdcsync cat` read while the daemon writes.
 		driver, dialect = "sqlite", sqlcat.SQLite
-		dsn = "file:" + c.DSN.Value() + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+		dsn = sqliteURI(c.DSN.Value(), "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	}
 	props[sqlcat.DriverKey] = driver
 	props[sqlcat.DialectKey] = string(dialect)

@@ -227,20 +227,8 @@ func (s *leaseStore) commitRecord(ctx context.Context, tbl *table.Table, record 
 	}
 	// The metadata files the new metadata's log no longer lists
 	// (write.metadata.previous-versions-max) go too, as an append's commit
-	// would delete them.
-	keep := map[string]bool{}
-	for e := range newMeta.PreviousFiles() {
-		keep[e.MetadataFile] = true
-	}
-	gone := []string{tbl.MetadataLocation()}
-	for e := range meta.PreviousFiles() {
-		gone = append(gone, e.MetadataFile)
-	}
-	for _, f := range gone {
-		if f != "" && !keep[f] {
-			_ = fsys.Remove(f)
-		}
-	}
+	// would delete them (the lease table asks for it).
+	dropOldMetadata(fsys, meta, newMeta)
 	return id, nil
 }
 

@@ -287,6 +287,7 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 			return err
 		}
 	}
+	t.state.clock.lap(dataPhase)
 	base := t.current()
 	baseID := snapshotID(head(base.Metadata(), refOf(base.Metadata())))
 	if byPosition(t.mode) && (s.cdels == nil || s.cbase != baseID) {
@@ -301,6 +302,9 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 			return fmt.Errorf("record the commit of a spill of %s: %w", t.ID, err)
 		}
 	}
+	// (The key lookups of a spilled epoch, made while its deletes are
+	// written, count as deletes.)
+	t.state.clock.lap(deletesPhase)
 	var data, dels []iceberg.DataFile
 	for _, f := range s.files {
 		if f.ContentType() == iceberg.EntryContentData {
@@ -315,6 +319,7 @@ func (t *Table) commitSpilled(ctx context.Context, e Epoch, id int64, deletes, r
 	case err == nil:
 		if byPosition(t.mode) {
 			t.indexSpill(ctx, e, s, data, baseID)
+			t.state.clock.lap(indexPhase)
 		}
 		t.dropSpill(s)
 	case errors.Is(err, ErrConflict):
@@ -507,6 +512,7 @@ func (t *Table) committedDeletes(ctx context.Context, base *table.Table, s *spil
 	if err := t.syncIndexUnless(ctx, base, interrupt); err != nil {
 		return nil, nil, err
 	}
+	t.state.clock.lap(lookupPhase)
 	ki := t.state.keys
 	var (
 		written []iceberg.DataFile

@@ -636,6 +636,7 @@ func TestMaintainerSchedule(t *testing.T) {
 	mc.Snapshots.MinKeep = 2
 	mc.Orphans.MinAge = config.Duration{Duration: time.Hour}
 	m := e.lk.NewMaintainer(mc, nil)
+	m.firstOrphans = 0 // due at once
 	e.commit(nil, keys(1, 30), "copy", nil)
 	var tasks []string
 	for i := 0; i < 12; i++ {
@@ -675,6 +676,7 @@ func TestMaintainerSchedule(t *testing.T) {
 	mc.Enabled, mc.EveryEpochs, mc.Compaction.DeleteFiles = true, 1, 1
 	mc.Snapshots.MaxAge = config.Duration{Duration: time.Hour}
 	m = e.lk.NewMaintainer(mc, nil)
+	m.firstOrphans = 0
 	tasks = nil
 	for i := 0; i < 8; i++ {
 		e.churn(1)
@@ -693,6 +695,41 @@ func TestMaintainerSchedule(t *testing.T) {
 	}
 	if fmt.Sprint(tasks) != "[compaction compaction compaction compaction compaction compaction+orphans compaction compaction]" {
 		t.Fatalf("schedule with compaction always due: %q", tasks)
+	}
+
+	// A session's first orphan cleanup waits ten minutes, or
+	// orphans.interval when that is shorter, then runs at the next epoch.
+	mc.EveryEpochs = 100 // no compaction
+	for _, c := range []struct {
+		interval time.Duration
+		first    time.Duration
+	}{{time.Hour, firstOrphansDelay}, {300 * time.Millisecond, 300 * time.Millisecond}} {
+		mc.Orphans.Interval = config.Duration{Duration: c.interval}
+		m = e.lk.NewMaintainer(mc, nil)
+		if m.firstOrphans != c.first {
+			t.Errorf("interval %v: the first orphan cleanup waits %v, want %v", c.interval, m.firstOrphans, c.first)
+		}
+		began := time.Now()
+		ran := time.Duration(-1)
+		for i := 0; i < 40 && ran < 0; i++ {
+			e.churn(1)
+			reps, err := m.AfterCommit(ctx, e.tbl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reps {
+				if r.Task == "orphans" {
+					ran = time.Since(began)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		switch {
+		case c.first > time.Minute && ran >= 0:
+			t.Errorf("interval %v: orphan cleanup ran %v into the session", c.interval, ran)
+		case c.first < time.Minute && (ran < c.first || ran > 10*c.first):
+			t.Errorf("interval %v: the first orphan cleanup ran %v into the session, want from %v", c.interval, ran, c.first)
+		}
 	}
 }
 

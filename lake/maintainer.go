@@ -29,8 +29,8 @@ import (
 //     the last one and a threshold is reached;
 //   - snapshot expiry, at most once per every_epochs epochs, when some
 //     snapshot is old enough;
-//   - orphan cleanup, on the table's first epoch of the session and then
-//     every orphans.interval.
+//   - orphan cleanup, ten minutes into the session (orphans.interval if
+//     shorter) and then every orphans.interval.
 //
 // Compaction goes first when it is due, which keeps delete files under the
 // threshold; expiry and orphan cleanup take turns in the other epochs, and
@@ -43,7 +43,18 @@ type Maintainer struct {
 	dir   string
 	state map[cdcsync.TableID]*maintState
 	turn  int // rotates the order of the tables in Maintain
+	// firstOrphans is how long after a table's first epoch of the session
+	// its first orphan cleanup waits: a restart is followed by a catch-up,
+	// the daemon's busiest time, and the cleanup reads every manifest of
+	// every snapshot (on a finely partitioned table 2 to 9 s of a core,
+	// and the epochs next to it took twice as long). Nothing is lost by
+	// waiting: only files older than orphans.min_age go.
+	firstOrphans time.Duration
 }
+
+// firstOrphansDelay is Maintainer.firstOrphans, unless orphans.interval is
+// shorter.
+const firstOrphansDelay = 10 * time.Minute
 
 type maintState struct {
 	sinceCompaction, sinceExpiry int
@@ -70,7 +81,8 @@ type MaintenanceReport struct {
 // NewMaintainer returns the scheduler for cfg; fault is called at the
 // maintenance fault points (tests only; may be nil).
 func (l *Lake) NewMaintainer(cfg config.Maintenance, fault func(string)) *Maintainer {
-	return &Maintainer{cfg: cfg, log: l.log, fault: fault, dir: l.pipelineDir(), state: map[cdcsync.TableID]*maintState{}}
+	return &Maintainer{cfg: cfg, log: l.log, fault: fault, dir: l.pipelineDir(), state: map[cdcsync.TableID]*maintState{},
+		firstOrphans: min(firstOrphansDelay, cfg.Orphans.Interval.Duration)}
 }
 
 // Maintain runs what is due for the tables of one epoch (see AfterCommit).
@@ -151,7 +163,8 @@ const maxIdleRuns = 100
 func (m *Maintainer) stateOf(t *Table) *maintState {
 	st := m.state[t.ID]
 	if st == nil {
-		st = &maintState{sinceCompaction: m.cfg.EveryEpochs, sinceExpiry: m.cfg.EveryEpochs}
+		st = &maintState{sinceCompaction: m.cfg.EveryEpochs, sinceExpiry: m.cfg.EveryEpochs,
+			lastOrphans: time.Now().Add(m.firstOrphans - m.cfg.Orphans.Interval.Duration)} // first due firstOrphans from now
 		m.state[t.ID] = st
 	}
 	return st
@@ -186,7 +199,7 @@ func (m *Maintainer) afterCommit(ctx context.Context, t *Table, budget int64) ([
 		case "expiry":
 			due = st.sinceExpiry >= m.cfg.EveryEpochs && t.ExpiryDue(m.cfg.Snapshots.MaxAge.Duration, m.cfg.Snapshots.MinKeep)
 		case "orphans":
-			due = st.lastOrphans.IsZero() || time.Since(st.lastOrphans) >= m.cfg.Orphans.Interval.Duration
+			due = time.Since(st.lastOrphans) >= m.cfg.Orphans.Interval.Duration
 		}
 		if due {
 			other = task

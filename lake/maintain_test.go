@@ -226,14 +226,7 @@ func testOpts() CompactOptions {
 
 func manifestCount(t *testing.T, tbl *table.Table) int {
 	t.Helper()
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mans, err := tbl.CurrentSnapshot().Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mans := snapshotManifests(t, tbl, tbl.CurrentSnapshot())
 	return len(mans)
 }
 

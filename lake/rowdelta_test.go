@@ -10,8 +10,24 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
+
+// snapshotManifests returns tbl's file IO and the manifests of its
+// snapshot s.
+func snapshotManifests(t *testing.T, tbl *table.Table, s *table.Snapshot) (icebergio.IO, []iceberg.ManifestFile) {
+	t.Helper()
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := s.Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys, mfs
+}
 
 // localPath is the file system path of a file of a local warehouse.
 func localPath(p string) string { return strings.TrimPrefix(p, "file://") }
@@ -30,14 +46,7 @@ func TestEpochCommitsReadNoDataManifest(t *testing.T) {
 			e.commit(nil, keys(1, 200), "v0", nil)
 			e.commit(nil, keys(1, 10), "v1", []int64{20}) // a vector for the v0 file, replaced below
 			tbl := e.tbl.current()
-			fsys, err := tbl.FS(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			mfs, err := tbl.CurrentSnapshot().Manifests(fsys)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, mfs := snapshotManifests(t, tbl, tbl.CurrentSnapshot())
 			var moved []string
 			for _, mf := range mfs {
 				if mf.ManifestContent() != iceberg.ManifestContentData {
@@ -105,15 +114,8 @@ func TestEpochSnapshotsAddUp(t *testing.T) {
 // manifests' live entries.
 func checkTotals(t *testing.T, tbl *table.Table) {
 	t.Helper()
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := tbl.CurrentSnapshot()
-	mfs, err := s.Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, mfs := snapshotManifests(t, tbl, s)
 	got := map[string]int64{}
 	for _, mf := range mfs {
 		for en, err := range mf.Entries(fsys, true) {
@@ -153,14 +155,7 @@ func checkEpochSnapshot(t *testing.T, before table.Metadata, after *table.Table)
 	if s.SequenceNumber != before.LastSequenceNumber()+1 {
 		t.Fatalf("the epoch's snapshot has sequence number %d, want %d", s.SequenceNumber, before.LastSequenceNumber()+1)
 	}
-	fsys, err := after.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := s.Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, mfs := snapshotManifests(t, after, s)
 	var deleted, added int64
 	for _, mf := range mfs {
 		for en, err := range mf.Entries(fsys, false) {
@@ -200,14 +195,7 @@ func checkRemovals(t *testing.T, tbl *table.Table, id int64) {
 	if s == nil {
 		t.Fatalf("the compaction's snapshot %d is not in the table", id)
 	}
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := s.Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, mfs := snapshotManifests(t, tbl, s)
 	got := map[string]int64{}
 	for _, mf := range mfs {
 		for en, err := range mf.Entries(fsys, false) {
@@ -249,15 +237,8 @@ func TestDeleteManifestsSplit(t *testing.T) {
 	deleteManifests := func() (added, tombstones, live int) {
 		t.Helper()
 		tbl := e.tbl.Iceberg()
-		fsys, err := tbl.FS(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
 		snap := tbl.CurrentSnapshot()
-		mans, err := snap.Manifests(fsys)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fsys, mans := snapshotManifests(t, tbl, snap)
 		for _, mf := range mans {
 			if mf.ManifestContent() != iceberg.ManifestContentDeletes || mf.SnapshotID() != snap.SnapshotID {
 				continue

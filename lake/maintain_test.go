@@ -702,26 +702,48 @@ func TestMaintainerSchedule(t *testing.T) {
 		if m.firstOrphans != c.first {
 			t.Errorf("interval %v: the first orphan cleanup waits %v, want %v", c.interval, m.firstOrphans, c.first)
 		}
-		began := time.Now()
-		ran := time.Duration(-1)
+		// Times from the start of the first call, whose first look at the
+		// table starts the delay.
+		var starts, ends []time.Duration
+		var began time.Time
+		ran := -1 // the call that ran it
 		for i := 0; i < 40 && ran < 0; i++ {
 			e.churn(1)
+			if i == 0 {
+				began = time.Now()
+			}
+			starts = append(starts, time.Since(began))
 			reps, err := m.AfterCommit(ctx, e.tbl)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ends = append(ends, time.Since(began))
 			for _, r := range reps {
 				if r.Task == "orphans" {
-					ran = time.Since(began)
+					ran = i
 				}
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		switch {
-		case c.first > time.Minute && ran >= 0:
-			t.Errorf("interval %v: orphan cleanup ran %v into the session", c.interval, ran)
-		case c.first < time.Minute && (ran < c.first || ran > 10*c.first):
-			t.Errorf("interval %v: the first orphan cleanup ran %v into the session, want from %v", c.interval, ran, c.first)
+		if c.first > time.Minute {
+			if ran >= 0 {
+				t.Errorf("interval %v: orphan cleanup ran %v into the session", c.interval, starts[ran])
+			}
+			continue
+		}
+		if ran < 0 {
+			t.Fatalf("interval %v: no orphan cleanup in %v", c.interval, ends[len(ends)-1])
+		}
+		// Not before the delay, and at the first call after it: every
+		// call before began before the delay was up (at the latest, the
+		// end of the first call plus the delay).
+		if ends[ran] < c.first {
+			t.Errorf("interval %v: the first orphan cleanup ran by %v into the session, before %v", c.interval, ends[ran], c.first)
+		}
+		for j := range ran {
+			if starts[j] >= ends[0]+c.first {
+				t.Errorf("interval %v: the call at %v, after the delay, did not run the orphan cleanup (it ran at %v)", c.interval, starts[j], starts[ran])
+			}
 		}
 	}
 }

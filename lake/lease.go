@@ -259,13 +259,43 @@ func (l *Lake) Fence(ctx context.Context, token int64) (int, error) {
 			refs = append(refs, CopyBranch)
 		}
 		for _, ref := range refs {
-			if tbl, err = l.fence(ctx, tbl, ref, token); err != nil {
+			if tbl, err = l.fenceRef(ctx, tbl, ref, token); err != nil {
 				return n, err
 			}
 		}
 		n++
 	}
 	return n, nil
+}
+
+// fenceTries bounds how often a fence is staged again because another
+// commit moved the branch first.
+const fenceTries = 10
+
+// fenceRef fences one branch of tbl. The previous holder commits until it
+// learns of the takeover: a paused one, for instance, may finish a commit
+// the catalog had in flight. When the branch moved between the load and
+// the fence's commit, the commit that won is the previous holder's last
+// (legitimate: it asserted the snapshot it had loaded), and the fence is
+// staged again on top of it.
+func (l *Lake) fenceRef(ctx context.Context, tbl *table.Table, ref string, token int64) (*table.Table, error) {
+	for try := 1; ; try++ {
+		next, err := l.fence(ctx, tbl, ref, token)
+		if err == nil || try == fenceTries || ctx.Err() != nil {
+			return next, err
+		}
+		fresh, lerr := l.cat.LoadTable(ctx, tbl.Identifier())
+		if lerr != nil {
+			return nil, err
+		}
+		if snapshotID(head(fresh.Metadata(), ref)) == snapshotID(head(tbl.Metadata(), ref)) {
+			return nil, err // the branch did not move: not a lost race
+		}
+		l.log.Info("another commit landed before the fence; fencing on top of it", "table", strings.Join(tbl.Identifier(), "."), "branch", ref,
+			"snapshot", snapshotID(head(fresh.Metadata(), ref)), "token", tokenOf(head(fresh.Metadata(), ref)))
+		tbl = fresh
+		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+	}
 }
 
 // ownedBy says whether tbl is one of this pipeline's tables.
@@ -298,7 +328,7 @@ func (l *Lake) fence(ctx context.Context, tbl *table.Table, ref string, token in
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("fence table %s (branch %s) against the pipeline's previous holder: %w; the fence is retried before anything is committed",
+		return nil, fmt.Errorf("fence table %s (branch %s) against the pipeline's previous holder: %w; this daemon committed nothing, and fences again when it starts",
 			strings.Join(tbl.Identifier(), "."), ref, err)
 	}
 	return next, nil

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/cdcsync/cdcsync"
 	"github.com/cdcsync/cdcsync/lease"
 )
@@ -218,4 +221,67 @@ func TestPipelinesSideBySide(t *testing.T) {
 	// p's table was not fenced by q: p still commits.
 	e.commit(nil, keys(6, 7), "p", nil)
 	e.assertModel(e.tbl.Iceberg())
+}
+
+// racingCatalog lets a commit of another process land just after its
+// first load of a table: the race a fence loses to a previous holder that
+// is still committing when the standby takes over.
+type racingCatalog struct {
+	catalog.Catalog
+	once   sync.Once
+	before func()
+}
+
+func (c *racingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	c.once.Do(c.before)
+	return tbl, err
+}
+
+// A previous holder's commit that lands between the fence's load of a
+// table and its commit makes the fence's commit fail: the fence is staged
+// again on top of it, instead of ending the new holder's start (CI saw a
+// takeover from a paused holder exit so).
+func TestFenceAfterTheOlderHoldersLastCommit(t *testing.T) {
+	ctx := context.Background()
+	e := newKV(t, "p")
+	e.lk.SetLease(1, nil)
+	old, err := e.lk.EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tbl = old
+	e.commit(nil, keys(1, 10), "copy", nil)
+
+	newer := openLake(t, e.cfg)
+	newer.SetLease(2, nil)
+	var raced error
+	newer.cat = &racingCatalog{Catalog: newer.cat, before: func() {
+		d, r := e.change([]int64{1}, "last of the old holder", nil)
+		raced = old.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1)}, d, r, nil)
+		e.epoch++
+		e.apply([]int64{1}, "last of the old holder", nil)
+	}}
+	n, err := newer.Fence(ctx, 2)
+	if raced != nil {
+		t.Fatalf("the old holder's commit before the fence: %v", raced)
+	}
+	if err != nil || n != 1 {
+		t.Fatalf("fence after a commit of the old holder: %d tables, %v; want 1", n, err)
+	}
+	nt, err := newer.EnsureTable(ctx, kvSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := nt.Committed(); c.Epoch != e.epoch {
+		t.Errorf("committed epoch %d after the fence, want the old holder's last, %d", c.Epoch, e.epoch)
+	}
+	if got := nt.Iceberg().CurrentSnapshot().Summary.Properties[SummaryFence]; got != "p" {
+		t.Errorf("the head is not the fence (summary %v)", nt.Iceberg().CurrentSnapshot().Summary.Properties)
+	}
+	e.assertModel(nt.Iceberg())
+	d, r := e.change([]int64{2}, "zombie", nil)
+	if err := old.Commit(ctx, Epoch{Number: e.epoch + 1, Pos: pos(e.epoch + 1)}, d, r, nil); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("old holder's commit after the fence: %v, want lease.ErrLost", err)
+	}
 }

@@ -237,6 +237,25 @@ func (d *daemon) waitHTTP(timeout time.Duration) error {
 	return errors.New("cdcsync's HTTP server did not come up")
 }
 
+// waitAdmin polls the admin socket every 50 ms until it answers. The
+// daemon serves it once it holds the pipeline's lease, after its metrics
+// server is up: a profile asked for at /healthz found no socket.
+func (d *daemon) waitAdmin(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if d.exited() {
+			return fmt.Errorf("cdcsync exited: %v\n%s", d.waitErr, d.logTail())
+		}
+		resp, err := d.admin.Get(adminURL + "/debug/pprof/cmdline")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("cdcsync's admin socket did not come up (admin.pprof is on with --pprof)")
+}
+
 // waitReady polls /readyz every 50 ms until it answers 200 (every initial
 // copy is done and the binlog is being read) and returns when it saw it.
 func (d *daemon) waitReady(timeout time.Duration) (time.Time, error) {
@@ -325,7 +344,7 @@ type profiler struct {
 func (d *daemon) startProfile(dir, name string, seconds int) *profiler {
 	p := &profiler{d: d, dir: dir, name: name, done: make(chan error, 1)}
 	go func() {
-		if err := d.waitHTTP(30 * time.Second); err != nil {
+		if err := d.waitAdmin(30 * time.Second); err != nil {
 			p.done <- err
 			return
 		}

@@ -220,23 +220,6 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ut+stt) * 10 * time.Millisecond, nil
 }
 
-// waitHTTP waits until the daemon's HTTP server answers.
-func (d *daemon) waitHTTP(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if d.exited() {
-			return fmt.Errorf("cdcsync exited: %v\n%s", d.waitErr, d.logTail())
-		}
-		resp, err := http.Get(d.httpURL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("cdcsync's HTTP server did not come up")
-}
-
 // waitAdmin polls the admin socket every 50 ms until it answers. The
 // daemon serves it once it holds the pipeline's lease, after its metrics
 // server is up: a profile asked for at /healthz found no socket.

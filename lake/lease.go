@@ -273,11 +273,13 @@ func (l *Lake) Fence(ctx context.Context, token int64) (int, error) {
 const fenceTries = 10
 
 // fenceRef fences one branch of tbl. The previous holder commits until it
-// learns of the takeover: a paused one, for instance, may finish a commit
-// the catalog had in flight. When the branch moved between the load and
-// the fence's commit, the commit that won is the previous holder's last
-// (legitimate: it asserted the snapshot it had loaded), and the fence is
-// staged again on top of it.
+// learns of the takeover: one paused after its checks, and resumed while
+// the fence goes from table to table, finishes its commit to a table not
+// fenced yet. When the branch moved between the load and the fence's
+// commit, the commit that won is the previous holder's last (legitimate:
+// it asserted the snapshot it had loaded, and the new holder reads the
+// table's progress after the fence), and the fence is staged again on top
+// of it.
 func (l *Lake) fenceRef(ctx context.Context, tbl *table.Table, ref string, token int64) (*table.Table, error) {
 	for try := 1; ; try++ {
 		next, err := l.fence(ctx, tbl, ref, token)

@@ -428,3 +428,66 @@ func BenchmarkChurn(b *testing.B) {
 	b.ReportMetric(float64(compactBytes()-bytes0)/float64(puts), "written-B/put")
 	b.ReportMetric(float64(db.pdb.Metrics().Compact.Count-written0)/float64(b.N), "compactions/op")
 }
+
+// BenchmarkLoad loads one million 8-byte keys into a fresh index as an
+// initial copy does: in batches of 62,500 (a quarter epoch of the bench
+// table), then closes it. The keys come in order, as shuffled runs of
+// 7,800 (the chunks of parallel copy workers, each in key order), or at
+// random: what the order saves of pebble's flushes and compactions.
+func BenchmarkLoad(b *testing.B) {
+	const total, batchKeys, run = 1_000_000, 62_500, 7_800
+	keys := func(order string) []uint64 {
+		out := make([]uint64, total)
+		for i := range out {
+			out[i] = uint64(i + 1)
+		}
+		r := rand.New(rand.NewPCG(1, 1))
+		switch order {
+		case "runs":
+			var runs [][]uint64
+			for i := 0; i < total; i += run {
+				runs = append(runs, out[i:min(total, i+run)])
+			}
+			r.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+			var shuffled []uint64
+			for _, ks := range runs {
+				shuffled = append(shuffled, ks...)
+			}
+			out = shuffled
+		case "random":
+			r.Shuffle(total, func(i, j int) { out[i], out[j] = out[j], out[i] })
+		}
+		return out
+	}
+	for _, order := range []string{"sequential", "runs", "random"} {
+		b.Run(order, func(b *testing.B) {
+			ks := keys(order)
+			b.ResetTimer()
+			cpu := cpuTime()
+			for i := 0; i < b.N; i++ {
+				db, err := Open(b.TempDir(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tb, err := db.Table("load")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for n := 0; n*batchKeys < total; n++ {
+					batch := tb.NewBatch()
+					f := batch.AddFile(File{Path: fmt.Sprintf("s3://bucket/warehouse/db/t/data/%08d.parquet", n), Live: true})
+					for j, k := range ks[n*batchKeys : min(total, (n+1)*batchKeys)] {
+						batch.Put(binary.BigEndian.AppendUint64([]byte{'l'}, k), Loc{File: f, Pos: int64(j)})
+					}
+					if err := batch.Commit(State{SnapshotID: int64(n + 1), Complete: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerKey(b, b.N*total, cpu)
+		})
+	}
+}

@@ -271,20 +271,27 @@ func decodeSnapshotRow(s *cdcsync.TableSchema, values []mysql.FieldValue, p *Val
 	if len(values) != len(s.Columns) {
 		return nil, fmt.Errorf("a SELECT of %s returned %d columns but its schema has %d: select SelectList(schema)", s.ID, len(values), len(s.Columns))
 	}
-	size := 0
+	size, nums, strs := 0, 0, 0
 	for i := range values {
-		if values[i].Type == mysql.FieldValueTypeString {
-			switch s.Columns[i].Kind {
-			case cdcsync.KindString, cdcsync.KindDecimal:
+		switch s.Columns[i].Kind {
+		case cdcsync.KindString, cdcsync.KindDecimal:
+			if values[i].Type == mysql.FieldValueTypeString {
 				size += len(values[i].AsString())
+				strs++
+			}
+		case cdcsync.KindInt32, cdcsync.KindInt64, cdcsync.KindFloat32, cdcsync.KindFloat64,
+			cdcsync.KindDate, cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
+			if values[i].Type != mysql.FieldValueTypeNull {
+				nums++
 			}
 		}
 	}
 	arena := decArena{buf: make([]byte, 0, size)}
+	block := newRowBlock(nums, strs)
 	row := make(cdcsync.Row, len(values))
 	for i := range values {
 		c := &s.Columns[i]
-		if v, ok := decSnapshotFast(c, &values[i], &arena); ok {
+		if v, ok := decSnapshotFast(c, &values[i], &arena, &block); ok {
 			row[i] = v
 			continue
 		}
@@ -324,12 +331,42 @@ func snapshotKey(s *cdcsync.TableSchema, values []mysql.FieldValue) string {
 	return strings.Join(key, ", ")
 }
 
-// decSnapshotFast decodes the common values of DecodeSnapshot. Text it
-// keeps goes to the arena; text it only parses (dates, times) is read in
-// place. It returns false for everything it leaves to DecodeSnapshot, which
-// also reports every error (with its own copy of the text).
-func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena) (any, bool) {
-	if v.Type != mysql.FieldValueTypeString {
+// decSnapshotFast decodes the common values of DecodeSnapshot, boxed in
+// the row's block (boxing.go). Text it keeps goes to the arena; text it
+// only parses (dates, times) is read in place. It returns false for
+// everything it leaves to DecodeSnapshot, which also reports every error
+// (with its own copy of the text).
+func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena, b *rowBlock) (any, bool) {
+	switch v.Type {
+	case mysql.FieldValueTypeSigned, mysql.FieldValueTypeUnsigned:
+		if c.Kind != cdcsync.KindInt32 && c.Kind != cdcsync.KindInt64 {
+			return nil, false
+		}
+		var n int64
+		if v.Type == mysql.FieldValueTypeSigned {
+			n = v.AsInt64()
+		} else if u := v.AsUint64(); u <= math.MaxInt64 {
+			n = int64(u)
+		} else {
+			return nil, false
+		}
+		if c.Kind == cdcsync.KindInt64 {
+			return b.int64(n), true
+		}
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return nil, false
+		}
+		return b.int32(int32(n)), true
+	case mysql.FieldValueTypeFloat:
+		switch c.Kind {
+		case cdcsync.KindFloat64:
+			return b.float64(v.AsFloat64()), true
+		case cdcsync.KindFloat32:
+			return b.float32(float32(v.AsFloat64())), true
+		}
+		return nil, false
+	case mysql.FieldValueTypeString:
+	default:
 		return nil, false
 	}
 	t := unsafeString(v.AsString()) // valid only during this call
@@ -338,7 +375,7 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena) (any, 
 		if class := decStrClassOf(c.DataType); class == decStrDecimal || class == decStrJSON || (class <= decStrChar && decHasCharset(c)) {
 			return nil, false
 		}
-		return a.str(t), true
+		return b.string(a.str(t)), true
 	case cdcsync.KindDecimal:
 		if !decCanonicalDecimal(t, c.Scale) {
 			return nil, false
@@ -349,14 +386,14 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena) (any, 
 				return nil, false
 			}
 		}
-		return a.str(t), true
+		return b.string(a.str(t)), true
 	case cdcsync.KindDate:
-		if out, err := decDateText(c, t); err == nil {
-			return out, true
+		if days, err := decDateDays(c, t); err == nil {
+			return b.int32(days), true
 		}
 	case cdcsync.KindTimestamp, cdcsync.KindTimestampTZ:
-		if out, err := decDatetimeText(c, t); err == nil {
-			return out, true
+		if us, err := decDatetimeMicros(c, t); err == nil {
+			return b.int64(us), true
 		}
 	}
 	return nil, false
@@ -1417,50 +1454,67 @@ func decInvalidDate(c *cdcsync.Column, s string, m, d int64) error {
 }
 
 func decDateText(c *cdcsync.Column, s string) (any, error) {
+	days, err := decDateDays(c, s)
+	if err != nil {
+		return nil, err
+	}
+	return days, nil
+}
+
+// decDateDays parses "YYYY-MM-DD" to days since 1970-01-01.
+func decDateDays(c *cdcsync.Column, s string) (int32, error) {
 	y, m, d, rest, ok := decParseDate(strings.TrimSpace(s))
 	if !ok || rest != "" {
-		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
+		return 0, decErr(c, ReasonBadValue, decShow(s), "not a date (YYYY-MM-DD)")
 	}
 	if m == 0 || d == 0 {
-		return nil, decZeroDate(c, ReasonZeroDate, s)
+		return 0, decZeroDate(c, ReasonZeroDate, s)
 	}
 	if !decValidYMD(y, m, d) {
-		return nil, decInvalidDate(c, s, m, d)
+		return 0, decInvalidDate(c, s, m, d)
 	}
 	return int32(decDaysFromCivil(y, m, d)), nil
 }
 
-// decDatetimeText parses "YYYY-MM-DD HH:MM:SS[.f{1,6}]" (or a bare date) to
-// microseconds since 1970-01-01 00:00:00, the text taken as UTC.
 func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
+	us, err := decDatetimeMicros(c, s)
+	if err != nil {
+		return nil, err
+	}
+	return us, nil
+}
+
+// decDatetimeMicros parses "YYYY-MM-DD HH:MM:SS[.f{1,6}]" (or a bare date)
+// to microseconds since 1970-01-01 00:00:00, the text taken as UTC.
+func decDatetimeMicros(c *cdcsync.Column, s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	y, m, d, rest, ok := decParseDate(t)
 	if !ok {
-		return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+		return 0, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
 	}
 	if m == 0 || d == 0 {
-		return nil, decZeroDate(c, ReasonZeroDate, s)
+		return 0, decZeroDate(c, ReasonZeroDate, s)
 	}
 	var hh, mi, ss, us int64
 	if rest != "" {
 		if len(rest) < 9 || (rest[0] != ' ' && rest[0] != 'T') || rest[3] != ':' || rest[6] != ':' {
-			return nil, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
+			return 0, decErr(c, ReasonBadValue, decShow(s), "not a date and time (YYYY-MM-DD HH:MM:SS[.ffffff])")
 		}
 		var ok1, ok2, ok3 bool
 		hh, ok1 = decDigits(rest[1:3])
 		mi, ok2 = decDigits(rest[4:6])
 		ss, ok3 = decDigits(rest[7:9])
 		if !ok1 || !ok2 || !ok3 || hh > 23 || mi > 59 || ss > 59 {
-			return nil, decErr(c, ReasonBadValue, decShow(s), "not a valid time of day")
+			return 0, decErr(c, ReasonBadValue, decShow(s), "not a valid time of day")
 		}
 		if f := rest[9:]; f != "" {
 			if f[0] != '.' || len(f) < 2 || len(f) > 7 {
-				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+				return 0, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
 			}
 			digits := f[1:]
 			n, ok := decDigits(digits)
 			if !ok {
-				return nil, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
+				return 0, decErr(c, ReasonBadValue, decShow(s), "bad fractional seconds")
 			}
 			for i := len(digits); i < 6; i++ {
 				n *= 10
@@ -1469,7 +1523,7 @@ func decDatetimeText(c *cdcsync.Column, s string) (any, error) {
 		}
 	}
 	if !decValidYMD(y, m, d) {
-		return nil, decInvalidDate(c, s, m, d)
+		return 0, decInvalidDate(c, s, m, d)
 	}
 	days := decDaysFromCivil(y, m, d)
 	return ((days*24+hh)*60+mi)*60*1e6 + ss*1e6 + us, nil

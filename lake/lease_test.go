@@ -115,18 +115,25 @@ func TestLeaseRaceInTheCatalog(t *testing.T) {
 	}
 }
 
-// A new holder fences the tables: the old holder's next commit fails with
-// lease.ErrLost and lands nothing; the new holder commits, with its token.
-func TestFenceStopsTheOlderHolder(t *testing.T) {
-	ctx := context.Background()
+// leaseHolderWithRows returns a table committed to with lease token 1 (the
+// old holder's), holding keys 1 to 10.
+func leaseHolderWithRows(t *testing.T) (*kvEnv, *Table) {
 	e := newKV(t, "p")
 	e.lk.SetLease(1, nil)
-	old, err := e.lk.EnsureTable(ctx, kvSchema())
+	old, err := e.lk.EnsureTable(context.Background(), kvSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.tbl = old
 	e.commit(nil, keys(1, 10), "copy", nil)
+	return e, old
+}
+
+// A new holder fences the tables: the old holder's next commit fails with
+// lease.ErrLost and lands nothing; the new holder commits, with its token.
+func TestFenceStopsTheOlderHolder(t *testing.T) {
+	ctx := context.Background()
+	e, old := leaseHolderWithRows(t)
 	before, _ := old.Committed()
 
 	newer := openLake(t, e.cfg)
@@ -244,14 +251,7 @@ func (c *racingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (
 // takeover from a paused holder exit so).
 func TestFenceAfterTheOlderHoldersLastCommit(t *testing.T) {
 	ctx := context.Background()
-	e := newKV(t, "p")
-	e.lk.SetLease(1, nil)
-	old, err := e.lk.EnsureTable(ctx, kvSchema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.tbl = old
-	e.commit(nil, keys(1, 10), "copy", nil)
+	e, old := leaseHolderWithRows(t)
 
 	newer := openLake(t, e.cfg)
 	newer.SetLease(2, nil)

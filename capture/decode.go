@@ -342,19 +342,13 @@ func decSnapshotFast(c *cdcsync.Column, v *mysql.FieldValue, a *decArena, b *row
 		if c.Kind != cdcsync.KindInt32 && c.Kind != cdcsync.KindInt64 {
 			return nil, false
 		}
-		var n int64
-		if v.Type == mysql.FieldValueTypeSigned {
-			n = v.AsInt64()
-		} else if u := v.AsUint64(); u <= math.MaxInt64 {
-			n = int64(u)
-		} else {
+		u, neg := decFieldInt(v)
+		n, err := decIntRange(c, u, neg)
+		if err != nil {
 			return nil, false
 		}
 		if c.Kind == cdcsync.KindInt64 {
 			return b.int64(n), true
-		}
-		if n < math.MinInt32 || n > math.MaxInt32 {
-			return nil, false
 		}
 		return b.int32(int32(n)), true
 	case mysql.FieldValueTypeFloat:
@@ -687,14 +681,8 @@ func DecodeSnapshot(c *cdcsync.Column, v mysql.FieldValue) (any, error) {
 		var u uint64
 		var neg bool
 		switch v.Type {
-		case mysql.FieldValueTypeSigned:
-			n := v.AsInt64()
-			u, neg = uint64(n), n < 0
-			if neg {
-				u = uint64(-(n + 1)) + 1 // |n| without overflow at MinInt64
-			}
-		case mysql.FieldValueTypeUnsigned:
-			u = v.AsUint64()
+		case mysql.FieldValueTypeSigned, mysql.FieldValueTypeUnsigned:
+			u, neg = decFieldInt(&v)
 		case mysql.FieldValueTypeString:
 			if decIsBit(c) {
 				b := v.AsString()
@@ -1136,6 +1124,19 @@ func decIntKind(c *cdcsync.Column, u uint64, neg bool) (any, error) {
 		return int32(n), nil
 	}
 	return n, nil
+}
+
+// decFieldInt returns the magnitude and sign of an integer the text
+// protocol gave (FieldValueTypeSigned or FieldValueTypeUnsigned).
+func decFieldInt(v *mysql.FieldValue) (u uint64, neg bool) {
+	if v.Type == mysql.FieldValueTypeUnsigned {
+		return v.AsUint64(), false
+	}
+	n := v.AsInt64()
+	if n < 0 {
+		return uint64(-(n + 1)) + 1, true // |n| without overflow at MinInt64
+	}
+	return uint64(n), false
 }
 
 // decIntRange is decIntKind's value before it is boxed: an int64 within

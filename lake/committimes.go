@@ -17,13 +17,20 @@ type CommitTimes struct {
 	Catalog   time.Duration // the catalog commit
 	Index     time.Duration // recording the committed rows in the key index
 	Total     time.Duration
+
+	// The manifest entries the snapshot's manifests hold, and those read
+	// from the parent's to carry them over: on a table with many files both
+	// grow with the files its epochs touch, and they are what Manifests is
+	// spent on.
+	EntriesWritten, EntriesRead int64
 }
 
 // attrs returns the times as log attributes, in seconds.
 func (c CommitTimes) attrs() []any {
 	return []any{"wait_seconds", c.Wait.Seconds(), "lookup_seconds", c.Lookup.Seconds(), "data_seconds", c.Data.Seconds(),
 		"deletes_seconds", c.Deletes.Seconds(), "manifests_seconds", c.Manifests.Seconds(), "catalog_seconds", c.Catalog.Seconds(),
-		"index_seconds", c.Index.Seconds(), "seconds", c.Total.Seconds()}
+		"index_seconds", c.Index.Seconds(), "seconds", c.Total.Seconds(),
+		"manifest_entries_written", c.EntriesWritten, "manifest_entries_read", c.EntriesRead}
 }
 
 // phases returns the times by phase name, for the metrics.
@@ -69,4 +76,13 @@ func (c *clock) lapAt(p phase, at time.Time) {
 	}
 	*p(c.times) += at.Sub(c.at)
 	c.at = at
+}
+
+// count adds the manifest entries a snapshot wrote and read.
+func (c *clock) count(written, read int64) {
+	if c == nil {
+		return
+	}
+	c.times.EntriesWritten += written
+	c.times.EntriesRead += read
 }

@@ -46,6 +46,9 @@ func TestCommitTimesAddUp(t *testing.T) {
 					t.Errorf("%s took %v; it ran", phase, d)
 				}
 			}
+			if c.EntriesWritten < 2 {
+				t.Errorf("%d manifest entries written; the epoch added a data file and deletes", c.EntriesWritten)
+			}
 			if mode != DeletesEquality && c.Index <= 0 {
 				t.Errorf("index took %v; it ran", c.Index)
 			}

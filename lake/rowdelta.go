@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -83,7 +84,8 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), commit: uuid.New(), chunk: deleteManifestEntries}
+	s := &snapshotWriter{meta: meta, fsys: wfs, locs: locs, id: newSnapshotID(meta), seq: meta.LastSequenceNumber() + 1,
+		commit: uuid.New(), chunk: deleteManifestEntries, held: &t.state.deletes, fresh: map[string][]iceberg.ManifestEntry{}}
 	if t.deleteManifestEntries > 0 {
 		s.chunk = t.deleteManifestEntries
 	}
@@ -136,6 +138,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 		updates = append(updates, table.NewSetPropertiesUpdate(set))
 	}
 	t.state.clock.lap(manifestsPhase)
+	t.state.clock.count(s.entriesWritten.Load(), s.entriesRead.Load())
 	newMeta, newLoc, err := t.cat.CommitTable(ctx, t.Ident, reqs, updates)
 	t.state.clock.lap(catalogPhase)
 	if err != nil {
@@ -146,6 +149,7 @@ func (t *Table) commitRowDelta(ctx context.Context, base *table.Table, ref strin
 		return nil, err
 	}
 	committed = true
+	t.state.deletes.committed(mans, s.fresh)
 	dropOldMetadata(wfs, meta, newMeta)
 	// The new table opens its file IO as base does. base.FS, a method
 	// value, keeps base (and its metadata) alive: given to each new table,
@@ -205,11 +209,19 @@ type snapshotWriter struct {
 	fsys    icebergio.WriteFileIO
 	locs    table.LocationProvider
 	id      int64
+	seq     int64 // the snapshot's sequence number
 	commit  uuid.UUID
 	chunk   int // the most entries of a delete manifest it writes
+	// held are the table's delete manifests' entries; fresh, those of
+	// the delete manifests this snapshot wrote or read (under mu).
+	held  *deleteEntries
+	fresh map[string][]iceberg.ManifestEntry
+
 	mu      sync.Mutex
 	n       int
 	written []string
+
+	entriesWritten, entriesRead atomic.Int64
 }
 
 func (s *snapshotWriter) newPath() string {
@@ -219,6 +231,36 @@ func (s *snapshotWriter) newPath() string {
 	s.n++
 	s.written = append(s.written, p)
 	return p
+}
+
+// keep records the live entries of the delete manifest at path.
+func (s *snapshotWriter) keep(path string, es []iceberg.ManifestEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fresh[path] = es
+}
+
+// liveEntries returns the live entries of mf: held, or read (and then
+// kept for a delete manifest).
+func (s *snapshotWriter) liveEntries(mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	deletes := mf.ManifestContent() == iceberg.ManifestContentDeletes
+	if deletes {
+		if es, ok := s.held.get(mf.FilePath()); ok {
+			return es, nil
+		}
+	}
+	var entries []iceberg.ManifestEntry
+	for e, err := range mf.Entries(s.fsys, true) {
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+		}
+		entries = append(entries, e)
+	}
+	s.entriesRead.Add(int64(len(entries)))
+	if deletes {
+		s.keep(mf.FilePath(), entries)
+	}
+	return entries, nil
 }
 
 func (s *snapshotWriter) removeWritten() {
@@ -249,8 +291,8 @@ func (s *snapshotWriter) addedManifests(d rowDelta) ([]iceberg.ManifestFile, err
 				seq = d.dataSeq
 			}
 			files := bySpec[spec]
-			mfs, err := s.writeManifests(spec, group.content, len(files), func(w *iceberg.ManifestWriter, i int) error {
-				return w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &s.id, seq, nil, files[i]))
+			mfs, err := s.writeManifests(spec, group.content, len(files), func(w *manifestOut, i int) error {
+				return w.add(files[i], seq)
 			})
 			if err != nil {
 				return nil, err
@@ -275,7 +317,7 @@ const manifestWriters = 2
 // writeManifests writes n entries (put writes entry i) as manifests of
 // spec and content, in order: one, or for deletes several of at most
 // s.chunk each, written at once.
-func (s *snapshotWriter) writeManifests(spec int32, content iceberg.ManifestContent, n int, put func(w *iceberg.ManifestWriter, i int) error) ([]iceberg.ManifestFile, error) {
+func (s *snapshotWriter) writeManifests(spec int32, content iceberg.ManifestContent, n int, put func(w *manifestOut, i int) error) ([]iceberg.ManifestFile, error) {
 	parts := 1
 	if content == iceberg.ManifestContentDeletes {
 		parts = max(1, (n+s.chunk-1)/s.chunk)
@@ -286,7 +328,7 @@ func (s *snapshotWriter) writeManifests(spec int32, content iceberg.ManifestCont
 	for p := range parts {
 		lo, hi := p*n/parts, (p+1)*n/parts
 		g.Go(func() error {
-			mf, err := s.writeManifest(spec, content, func(w *iceberg.ManifestWriter) error {
+			mf, err := s.writeManifest(spec, content, func(w *manifestOut) error {
 				for i := lo; i < hi; i++ {
 					if err := put(w, i); err != nil {
 						return err
@@ -301,9 +343,51 @@ func (s *snapshotWriter) writeManifests(spec int32, content iceberg.ManifestCont
 	return out, g.Wait()
 }
 
+// manifestOut writes the entries of one manifest and, for a delete
+// manifest, keeps its live entries as a reader of the file gets them
+// (deleteEntries).
+type manifestOut struct {
+	w       *iceberg.ManifestWriter
+	s       *snapshotWriter
+	content iceberg.ManifestContent
+	live    []iceberg.ManifestEntry
+}
+
+// add writes f as added by the snapshot, with data sequence number dataSeq
+// (nil: the snapshot's).
+func (o *manifestOut) add(f iceberg.DataFile, dataSeq *int64) error {
+	if err := o.w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &o.s.id, dataSeq, nil, f)); err != nil {
+		return err
+	}
+	if o.content == iceberg.ManifestContentDeletes {
+		// A reader inherits the sequence numbers left out from the
+		// manifest's, which the manifest list sets to the snapshot's.
+		seq := o.s.seq
+		if dataSeq == nil {
+			dataSeq = &seq
+		}
+		o.live = append(o.live, iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &o.s.id, dataSeq, &seq, f))
+	}
+	return nil
+}
+
+// existing writes e as carried over from an earlier snapshot.
+func (o *manifestOut) existing(e iceberg.ManifestEntry) error {
+	if err := o.w.Existing(e); err != nil {
+		return err
+	}
+	if o.content == iceberg.ManifestContentDeletes {
+		o.live = append(o.live, e)
+	}
+	return nil
+}
+
+// remove writes e as removed by the snapshot.
+func (o *manifestOut) remove(e iceberg.ManifestEntry) error { return o.w.Delete(e) }
+
 // writeManifest writes one manifest of spec and content, whose entries fill
 // adds.
-func (s *snapshotWriter) writeManifest(specID int32, content iceberg.ManifestContent, fill func(*iceberg.ManifestWriter) error) (iceberg.ManifestFile, error) {
+func (s *snapshotWriter) writeManifest(specID int32, content iceberg.ManifestContent, fill func(*manifestOut) error) (iceberg.ManifestFile, error) {
 	spec := s.meta.PartitionSpecByID(int(specID))
 	if spec == nil {
 		return nil, fmt.Errorf("the table has no partition spec %d", specID)
@@ -315,8 +399,9 @@ func (s *snapshotWriter) writeManifest(specID int32, content iceberg.ManifestCon
 	}
 	cnt := &countingWriter{w: out, buf: bufio.NewWriterSize(out, fileBufferBytes)}
 	w, err := iceberg.NewManifestWriter(s.meta.Version(), cnt, *spec, s.meta.CurrentSchema(), s.id, iceberg.WithManifestWriterContent(content))
+	mo := &manifestOut{w: w, s: s, content: content}
 	if err == nil {
-		err = fill(w)
+		err = fill(mo)
 	}
 	if err == nil {
 		err = w.Close()
@@ -327,7 +412,14 @@ func (s *snapshotWriter) writeManifest(specID int32, content iceberg.ManifestCon
 	if err != nil {
 		return nil, fmt.Errorf("write manifest %s: %w", path, err)
 	}
-	return w.ToManifestFile(path, cnt.n)
+	mf, err := w.ToManifestFile(path, cnt.n)
+	if err == nil {
+		s.entriesWritten.Add(int64(mf.AddedDataFiles() + mf.ExistingDataFiles() + mf.DeletedDataFiles()))
+		if len(mo.live) > 0 {
+			s.keep(path, mo.live)
+		}
+	}
+	return mf, err
 }
 
 // parentManifests returns the manifests of parent the new snapshot keeps:
@@ -374,13 +466,12 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 			continue
 		}
 		g.Go(func() error {
-			var entries []iceberg.ManifestEntry
+			entries, err := s.liveEntries(mf)
+			if err != nil {
+				return err
+			}
 			hit := 0
-			for e, err := range mf.Entries(s.fsys, true) {
-				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-				}
-				entries = append(entries, e)
+			for _, e := range entries {
 				if drop[dvKey(e.DataFile())] != nil {
 					hit++
 				}
@@ -401,9 +492,9 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 			if len(kept) == 0 {
 				return nil
 			}
-			nm, err := s.writeManifest(mf.PartitionSpecID(), mf.ManifestContent(), func(w *iceberg.ManifestWriter) error {
+			nm, err := s.writeManifest(mf.PartitionSpecID(), mf.ManifestContent(), func(w *manifestOut) error {
 				for _, e := range kept {
-					if err := w.Existing(e); err != nil {
+					if err := w.existing(e); err != nil {
 						return err
 					}
 				}
@@ -422,8 +513,8 @@ func (s *snapshotWriter) parentManifests(ctx context.Context, parent *table.Snap
 	// iceberg-go's manifest merge fails on a group of them.
 	for _, k := range tombs.order {
 		es := tombs.entries[k]
-		mfs, err := s.writeManifests(k.spec, k.content, len(es), func(w *iceberg.ManifestWriter, i int) error {
-			return w.Delete(es[i])
+		mfs, err := s.writeManifests(k.spec, k.content, len(es), func(w *manifestOut, i int) error {
+			return w.remove(es[i])
 		})
 		if err != nil {
 			return nil, err

@@ -122,6 +122,9 @@ type tableState struct {
 	stagedRows atomic.Int64 // see Table.StagedRows
 	// manifests caches the entries of the manifests last planned (plan.go).
 	manifests manifestCache
+	// deletes keeps the entries of the live delete manifests cdcsync's
+	// commits wrote or read (entrycache.go).
+	deletes deleteEntries
 	// clock times the phases of the epoch commit under way (nil outside
 	// one); under commitMu. times are the last one's, under timesMu.
 	clock   *clock

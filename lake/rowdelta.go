@@ -205,13 +205,13 @@ func newSnapshotID(meta table.Metadata) int64 {
 // snapshotWriter writes the manifests and the manifest list of one new
 // snapshot of a table.
 type snapshotWriter struct {
-	meta    table.Metadata
-	fsys    icebergio.WriteFileIO
-	locs    table.LocationProvider
-	id      int64
-	seq     int64 // the snapshot's sequence number
-	commit  uuid.UUID
-	chunk   int // the most entries of a delete manifest it writes
+	meta   table.Metadata
+	fsys   icebergio.WriteFileIO
+	locs   table.LocationProvider
+	id     int64
+	seq    int64 // the snapshot's sequence number
+	commit uuid.UUID
+	chunk  int // the most entries of a delete manifest it writes
 	// held are the table's delete manifests' entries; fresh, those of
 	// the delete manifests this snapshot wrote or read (under mu).
 	held  *deleteEntries

@@ -55,6 +55,9 @@ type manifestCache struct {
 	// onlyDVs is the last snapshot planned whose delete files are all
 	// deletion vectors (0: none).
 	onlyDVs int64
+	// held are the delete manifest entries the table's commits keep
+	// (entrycache.go): a delete manifest held there is not decoded.
+	held *deleteEntries
 }
 
 // read returns the live entries of each of mans, in order, decoding those
@@ -69,6 +72,14 @@ func (c *manifestCache) read(ctx context.Context, fsys icebergio.IO, mans, keep 
 		out[i], missing[i] = es, !ok
 	}
 	c.mu.Unlock()
+	for i, mf := range mans {
+		if !missing[i] || c.held == nil || mf.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		if es, ok := c.held.get(mf.FilePath()); ok {
+			out[i], missing[i] = es, false
+		}
+	}
 	// Decoded without the lock: an epoch that needs the live vectors
 	// does not wait for a compaction's first plan.
 	g, gctx := errgroup.WithContext(ctx)

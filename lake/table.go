@@ -134,6 +134,7 @@ type tableState struct {
 
 func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
 	st := &tableState{}
+	st.manifests.held = &st.deletes
 	st.tbl.Store(tbl)
 	st.copying.Store(copying)
 	return st

@@ -28,9 +28,10 @@ type deleteEntries struct {
 	byPath map[string][]iceberg.ManifestEntry
 }
 
-// maxDeleteEntries bounds the entries kept (each about a kilobyte with its
-// paths); a snapshot with more live deletes is read at each commit.
-const maxDeleteEntries = 200_000
+// maxDeleteEntries bounds the entries kept: about 2 KB each as iceberg-go
+// holds them (a deletion vector's, measured), so at most about 100 MB; a
+// snapshot with more live deletes is read at each commit, as before.
+const maxDeleteEntries = 50_000
 
 // get returns the live entries of the delete manifest at path, if held.
 func (c *deleteEntries) get(path string) ([]iceberg.ManifestEntry, bool) {

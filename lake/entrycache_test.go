@@ -132,3 +132,33 @@ func liveDeleteEntries(t *testing.T, tbl *table.Table) int {
 	}
 	return n
 }
+
+// The held entries are bounded: a snapshot with more live delete entries
+// than maxDeleteEntries holds none (its commits read them, as before).
+func TestDeleteEntriesBounded(t *testing.T) {
+	manifest := func(path string, c iceberg.ManifestContent) iceberg.ManifestFile {
+		return iceberg.NewManifestFile(2, path, 1, 0, 1).Content(c).Build()
+	}
+	mans := []iceberg.ManifestFile{
+		manifest("a", iceberg.ManifestContentDeletes),
+		manifest("b", iceberg.ManifestContentDeletes),
+		manifest("data", iceberg.ManifestContentData),
+	}
+	var c deleteEntries
+	c.committed(mans, map[string][]iceberg.ManifestEntry{
+		"a":    make([]iceberg.ManifestEntry, maxDeleteEntries/2),
+		"b":    make([]iceberg.ManifestEntry, maxDeleteEntries/2),
+		"data": make([]iceberg.ManifestEntry, 10),
+		"gone": make([]iceberg.ManifestEntry, 10),
+	})
+	for path, want := range map[string]bool{"a": true, "b": true, "data": false, "gone": false} {
+		if _, ok := c.get(path); ok != want {
+			t.Errorf("%s held: %t, want %t", path, ok, want)
+		}
+	}
+	// b is carried over as it was; a grows past the bound.
+	c.committed(mans, map[string][]iceberg.ManifestEntry{"a": make([]iceberg.ManifestEntry, maxDeleteEntries/2+1)})
+	if _, ok := c.get("b"); ok {
+		t.Errorf("%d entries held; the bound is %d", maxDeleteEntries+1, maxDeleteEntries)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/cdcsync/cdcsync"
@@ -157,4 +158,28 @@ func TestPlanDVLeavesOtherDeletesToIceberg(t *testing.T) {
 	e.randomEpoch(rand.New(rand.NewPCG(3, 4)), tb, 120)
 	checkPlanDV(t, tb)
 	e.assertModel(tb.current())
+}
+
+// The planning cache is bounded too: a snapshot whose manifests hold more
+// entries than maxCachedEntries is planned without keeping them.
+func TestPlanCacheBounded(t *testing.T) {
+	manifest := func(path string) iceberg.ManifestFile {
+		return iceberg.NewManifestFile(2, path, 1, 0, 1).Content(iceberg.ManifestContentData).Build()
+	}
+	mans := []iceberg.ManifestFile{manifest("a"), manifest("b")}
+	for _, tc := range []struct {
+		each int
+		kept bool
+	}{{maxCachedEntries / 2, true}, {maxCachedEntries/2 + 1, false}} {
+		c := manifestCache{byPath: map[string][]iceberg.ManifestEntry{
+			"a": make([]iceberg.ManifestEntry, tc.each),
+			"b": make([]iceberg.ManifestEntry, tc.each),
+		}}
+		if _, err := c.read(t.Context(), nil, mans, mans); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.byPath["a"]; ok != tc.kept {
+			t.Errorf("%d entries: kept %t, want %t (the bound is %d)", 2*tc.each, ok, tc.kept, maxCachedEntries)
+		}
+	}
 }

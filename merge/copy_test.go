@@ -278,7 +278,7 @@ func TestCopyWhileStreamingConverges(t *testing.T) {
 func TestCopyResumesAfterCrashes(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	db := newFakeMySQL(8000)
-	db.readDelay = 5 * time.Millisecond // slow enough that no session copies it all before its crash
+	db.readDelay = 10 * time.Millisecond // slow enough that no session copies it all before its crash, even under -race on a busy machine
 	sink := &icebergModel{rows: map[int64]int64{}, seen: map[int64]int64{}}
 	st, clean := &cdcsync.CopyState{}, true
 	var afters []string

@@ -21,10 +21,6 @@ import (
 // byte budget shared by the process's tables. A vector another writer
 // committed, or one that fell out of the budget, is read as before.
 
-// dvCacheBytes is the budget of the cache: about 300,000 vectors of a few
-// positions each.
-const dvCacheBytes = 64 << 20
-
 // dvKey names a vector's bytes: its Puffin file and offset.
 type dvBlobKey struct {
 	path   string

@@ -26,12 +26,11 @@ import (
 type deleteEntries struct {
 	mu     sync.Mutex
 	byPath map[string][]iceberg.ManifestEntry
+	// claim is what the entries take of the Lake's budget (budget.go): a
+	// snapshot whose live delete entries do not fit holds none, and its
+	// commits read them, as before.
+	claim *claim
 }
-
-// maxDeleteEntries bounds the entries kept: about 2 KB each as iceberg-go
-// holds them (a deletion vector's, measured), so at most about 100 MB; a
-// snapshot with more live deletes is read at each commit, as before.
-const maxDeleteEntries = 50_000
 
 // get returns the live entries of the delete manifest at path, if held.
 func (c *deleteEntries) get(path string) ([]iceberg.ManifestEntry, bool) {
@@ -48,7 +47,6 @@ func (c *deleteEntries) committed(mans []iceberg.ManifestFile, fresh map[string]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := map[string][]iceberg.ManifestEntry{}
-	n := 0
 	for _, mf := range mans {
 		if mf.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
@@ -59,10 +57,9 @@ func (c *deleteEntries) committed(mans []iceberg.ManifestFile, fresh map[string]
 		}
 		if ok {
 			next[mf.FilePath()] = es
-			n += len(es)
 		}
 	}
-	if n > maxDeleteEntries {
+	if !c.claim.resize(entriesBytes(next, heldEntryBytes)) {
 		next = nil
 	}
 	c.byPath = next

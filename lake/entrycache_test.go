@@ -133,9 +133,11 @@ func liveDeleteEntries(t *testing.T, tbl *table.Table) int {
 	return n
 }
 
-// The held entries are bounded: a snapshot with more live delete entries
-// than maxDeleteEntries holds none (its commits read them, as before).
+// The held entries are bounded by the Lake's budget: a snapshot whose
+// live delete entries do not fit holds none (its commits read them, as
+// before), and gives back what it held.
 func TestDeleteEntriesBounded(t *testing.T) {
+	const each = 100
 	manifest := func(path string, c iceberg.ManifestContent) iceberg.ManifestFile {
 		return iceberg.NewManifestFile(2, path, 1, 0, 1).Content(c).Build()
 	}
@@ -144,10 +146,11 @@ func TestDeleteEntriesBounded(t *testing.T) {
 		manifest("b", iceberg.ManifestContentDeletes),
 		manifest("data", iceberg.ManifestContentData),
 	}
-	var c deleteEntries
+	b := newEntryBudget(2 * each * heldEntryBytes)
+	c := deleteEntries{claim: &claim{b: b}}
 	c.committed(mans, map[string][]iceberg.ManifestEntry{
-		"a":    make([]iceberg.ManifestEntry, maxDeleteEntries/2),
-		"b":    make([]iceberg.ManifestEntry, maxDeleteEntries/2),
+		"a":    make([]iceberg.ManifestEntry, each),
+		"b":    make([]iceberg.ManifestEntry, each),
 		"data": make([]iceberg.ManifestEntry, 10),
 		"gone": make([]iceberg.ManifestEntry, 10),
 	})
@@ -156,9 +159,15 @@ func TestDeleteEntriesBounded(t *testing.T) {
 			t.Errorf("%s held: %t, want %t", path, ok, want)
 		}
 	}
-	// b is carried over as it was; a grows past the bound.
-	c.committed(mans, map[string][]iceberg.ManifestEntry{"a": make([]iceberg.ManifestEntry, maxDeleteEntries/2+1)})
+	if got, want := b.Used(), int64(2*each*heldEntryBytes); got != want {
+		t.Errorf("the budget counts %d bytes used; the held entries take %d", got, want)
+	}
+	// b is carried over as it was; a grows past the budget.
+	c.committed(mans, map[string][]iceberg.ManifestEntry{"a": make([]iceberg.ManifestEntry, each+1)})
 	if _, ok := c.get("b"); ok {
-		t.Errorf("%d entries held; the bound is %d", maxDeleteEntries+1, maxDeleteEntries)
+		t.Errorf("%d entries held; the budget has room for %d", 2*each+1, 2*each)
+	}
+	if got := b.Used(); got != 0 {
+		t.Errorf("the budget counts %d bytes used; nothing is held", got)
 	}
 }

@@ -74,6 +74,9 @@ type Lake struct {
 	// dvs keeps the deletion vectors this process wrote, for the epochs
 	// that replace them (dvcache.go).
 	dvs *dvCache
+	// entries bounds the manifest entries the tables keep between
+	// commits (budget.go).
+	entries *entryBudget
 	// token is the fencing token of the pipeline's lease this process
 	// holds (SetLease), recorded with every commit; 0 when it holds none.
 	// valid says whether the lease still allows commits.
@@ -167,7 +170,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Lake, error) {
 		return nil, err
 	}
 	return &Lake{cat: cat, release: release, reach: rch, opts: opts, warehouse: strings.TrimRight(wh, "/"), ioProps: ioProps, aws: awsCfg, log: log,
-		files: make(chan struct{}, max(1, opts.Warehouse.MaxOpenFiles)), dvs: newDVCache(dvCacheBytes), cutTags: newCutTags(&opts.Cut)}, nil
+		files: make(chan struct{}, max(1, opts.Warehouse.MaxOpenFiles)), dvs: newDVCache(dvCacheBudget(opts.MemoryLimit)), entries: newEntryBudget(entryBudgetBytes(opts.MemoryLimit)), cutTags: newCutTags(&opts.Cut)}, nil
 }
 
 func s3Props(s *config.S3) iceberg.Properties {

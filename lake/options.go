@@ -27,6 +27,9 @@ type Options struct {
 	DropTable string
 	// Tables answers what the configuration says of one MySQL table.
 	Tables TableRules
+	// MemoryLimit is memory_limit in bytes (0: none): the caches the
+	// tables share are sized from it (budget.go).
+	MemoryLimit int64
 }
 
 // TableRules is what the lake asks the configuration about one MySQL
@@ -54,5 +57,6 @@ func OptionsFrom(cfg *config.Config) Options {
 		DeletesMode: cfg.Deletes.Mode,
 		DropTable:   cfg.DDL.DropTable,
 		Tables:      cfg,
+		MemoryLimit: cfg.MemoryLimit.Int64(),
 	}
 }

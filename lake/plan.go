@@ -41,24 +41,21 @@ import (
 // snapshot writer (rowdelta.go) removes files by name and writes the
 // entries it reads itself.
 
-// maxCachedEntries bounds the manifest entries a table's cache keeps
-// between plans: about 1.4 KB each as iceberg-go holds them, even without
-// statistics (measured on the issue 23 benchmark table), so at most about
-// 140 MB; a snapshot with more is planned without keeping them.
-const maxCachedEntries = 100_000
-
 // manifestCache keeps the live entries of a table's manifests, read
 // without column statistics, by manifest path.
 type manifestCache struct {
-	mu      sync.Mutex
-	byPath  map[string][]iceberg.ManifestEntry
-	entries int
+	mu     sync.Mutex
+	byPath map[string][]iceberg.ManifestEntry
 	// onlyDVs is the last snapshot planned whose delete files are all
 	// deletion vectors (0: none).
 	onlyDVs int64
 	// held are the delete manifest entries the table's commits keep
 	// (entrycache.go): a delete manifest held there is not decoded.
 	held *deleteEntries
+	// claim is what the entries not held there take of the Lake's budget
+	// (budget.go): a snapshot whose entries do not fit is planned without
+	// keeping them.
+	claim *claim
 }
 
 // read returns the live entries of each of mans, in order, decoding those
@@ -110,24 +107,36 @@ func (c *manifestCache) read(ctx context.Context, fsys icebergio.IO, mans, keep 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := make(map[string][]iceberg.ManifestEntry, len(keep))
-	n := 0
 	for _, mf := range keep {
 		if es, ok := c.byPath[mf.FilePath()]; ok {
 			next[mf.FilePath()] = es
-			n += len(es)
 		}
 	}
 	for i, mf := range mans {
 		if _, ok := next[mf.FilePath()]; !ok {
 			next[mf.FilePath()] = out[i]
-			n += len(out[i])
 		}
 	}
-	if n > maxCachedEntries {
-		next, n = nil, 0
+	if !c.claim.resize(c.ownBytes(next)) {
+		next = nil
 	}
-	c.byPath, c.entries = next, n
+	c.byPath = next
 	return out, nil
+}
+
+// ownBytes estimates the memory of the entries in m that the table's held
+// delete entries do not share.
+func (c *manifestCache) ownBytes(m map[string][]iceberg.ManifestEntry) int64 {
+	n := int64(0)
+	for path, es := range m {
+		if c.held != nil {
+			if _, shared := c.held.get(path); shared {
+				continue
+			}
+		}
+		n += int64(len(es)) * plannedEntryBytes
+	}
+	return n
 }
 
 // planDV returns one task per live data file of tbl's current snapshot,

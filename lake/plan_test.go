@@ -131,7 +131,7 @@ func TestPlanDVMatchesScanPlanning(t *testing.T) {
 	if !sawDV || !sawStagedDV {
 		t.Errorf("no plan had a deletion vector (%v), or none on a staged file (%v)", sawDV, sawStagedDV)
 	}
-	if n := tb.state.manifests.entries; n == 0 {
+	if n := len(tb.state.manifests.byPath); n == 0 {
 		t.Error("the manifest cache keeps no entry between plans")
 	}
 }
@@ -160,18 +160,20 @@ func TestPlanDVLeavesOtherDeletesToIceberg(t *testing.T) {
 	e.assertModel(tb.current())
 }
 
-// The planning cache is bounded too: a snapshot whose manifests hold more
-// entries than maxCachedEntries is planned without keeping them.
+// The planning cache is bounded by the Lake's budget too: a snapshot whose
+// manifests hold more entries than fit is planned without keeping them.
 func TestPlanCacheBounded(t *testing.T) {
+	const each = 100
 	manifest := func(path string) iceberg.ManifestFile {
 		return iceberg.NewManifestFile(2, path, 1, 0, 1).Content(iceberg.ManifestContentData).Build()
 	}
 	mans := []iceberg.ManifestFile{manifest("a"), manifest("b")}
+	b := newEntryBudget(2 * each * plannedEntryBytes)
 	for _, tc := range []struct {
 		each int
 		kept bool
-	}{{maxCachedEntries / 2, true}, {maxCachedEntries/2 + 1, false}} {
-		c := manifestCache{byPath: map[string][]iceberg.ManifestEntry{
+	}{{each, true}, {each + 1, false}} {
+		c := manifestCache{claim: &claim{b: b}, byPath: map[string][]iceberg.ManifestEntry{
 			"a": make([]iceberg.ManifestEntry, tc.each),
 			"b": make([]iceberg.ManifestEntry, tc.each),
 		}}
@@ -179,7 +181,8 @@ func TestPlanCacheBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, ok := c.byPath["a"]; ok != tc.kept {
-			t.Errorf("%d entries: kept %t, want %t (the bound is %d)", 2*tc.each, ok, tc.kept, maxCachedEntries)
+			t.Errorf("%d entries: kept %t, want %t (the budget has room for %d)", 2*tc.each, ok, tc.kept, 2*each)
 		}
+		c.claim.release()
 	}
 }

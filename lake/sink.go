@@ -250,6 +250,8 @@ func (s *Sink) observe(id cdcsync.TableID) {
 	if s.lake.keys != nil {
 		s.m.KeyIndexDiskBytes.Set(float64(s.lake.keys.Stats().DiskBytes))
 	}
+	s.m.ManifestCacheBytes.Set(float64(s.lake.entries.Used()))
+	s.m.ManifestCacheLimit.Set(float64(s.lake.entries.Limit()))
 }
 
 // StartCopy empties a table and starts its copy afresh (merge.CopySink).

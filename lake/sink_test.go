@@ -15,6 +15,7 @@ import (
 	"github.com/cdcsync/cdcsync/config"
 	"github.com/cdcsync/cdcsync/merge"
 	"github.com/cdcsync/cdcsync/metrics"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // A row the lake refuses at commit, after decoding (here a value of the
@@ -60,7 +61,8 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 		tables[s.ID], held[s.ID] = tb, tb
 		specs = append(specs, merge.Table{Schema: s})
 	}
-	sink := lk.NewSink(tables, metrics.New(), lk.NewMaintainer(cfg.Maintenance, nil))
+	m := metrics.New()
+	sink := lk.NewSink(tables, m, lk.NewMaintainer(cfg.Maintenance, nil))
 	at := func(n int) cdcsync.Position {
 		return binlogpos.Pos{Flavor: binlogpos.FlavorMariaDB, GTIDSet: "0-1-" + string(rune('0'+n))}.Position()
 	}
@@ -103,6 +105,9 @@ func TestSinkStopsTheTableOfARefusedValue(t *testing.T) {
 	ck, ok, err := lk.LoadCheckpoint(ctx)
 	if err != nil || !ok || ck.Pos != at(3) {
 		t.Errorf("checkpoint %v (found %v, %v), want %v", ck.Pos, ok, err, at(3))
+	}
+	if got := testutil.ToFloat64(m.ManifestCacheLimit); got != float64(entryBudgetBytes(0)) {
+		t.Errorf("cdcsync_manifest_cache_limit_bytes is %v without memory_limit, want %d", got, entryBudgetBytes(0))
 	}
 }
 

@@ -132,9 +132,10 @@ type tableState struct {
 	times   CommitTimes
 }
 
-func newTableState(tbl *table.Table, copying *cdcsync.CopyState) *tableState {
+func newTableState(tbl *table.Table, copying *cdcsync.CopyState, entries *entryBudget) *tableState {
 	st := &tableState{}
 	st.manifests.held = &st.deletes
+	st.claimFor(entries)
 	st.tbl.Store(tbl)
 	st.copying.Store(copying)
 	return st
@@ -328,7 +329,7 @@ func (l *Lake) EnsureTable(ctx context.Context, ts *cdcsync.TableSchema) (*Table
 			t.schemaPos = pos
 			return t, nil
 		}
-		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
+		return &Table{ID: ts.ID, Ident: ident, Schema: s, state: newTableState(tbl, nil, l.entries), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat, schemaPos: pos}, nil
 	}
 	if tbl, err = l.switchDeletes(ctx, ident, tbl, ts.ID); err != nil {
 		return nil, err
@@ -558,7 +559,7 @@ func (l *Lake) newTable(ts *cdcsync.TableSchema, ident table.Identifier, tbl *ta
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
+	t := &Table{ID: ts.ID, Ident: ident, Schema: ts, state: newTableState(tbl, c.Copy, l.entries), scope: l.Scope, pipeline: l.opts.Pipeline, token: l.token, valid: l.leaseValid, cat: l.cat,
 		dataOut: dataOut, delOut: delOut,
 		dataFile:  dataFile,
 		partFile:  partFile,

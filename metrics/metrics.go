@@ -50,6 +50,8 @@ type Metrics struct {
 	KeyIndexReplayed     *prometheus.CounterVec // snapshots replayed into the key index
 	KeyIndexReplayReads  *prometheus.CounterVec // data files whose keys a replay read
 	KeyIndexDiskBytes    prometheus.Gauge       // the key index database on disk
+	ManifestCacheBytes   prometheus.Gauge       // manifest entries the tables keep between commits
+	ManifestCacheLimit   prometheus.Gauge       // what they may keep
 	CompactionLast       *prometheus.GaugeVec   // Unix time of the last compaction commit
 	CompactionLastSecs   *prometheus.GaugeVec   // duration of the last compaction
 	CompactionBytes      *prometheus.CounterVec // data bytes read and rewritten by compaction
@@ -224,6 +226,12 @@ func New() *Metrics {
 	m.KeyIndexDiskBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cdcsync_key_index_disk_bytes", Help: "Bytes on disk of the pipeline's key index (deletes.index_dir).",
 	})
+	m.ManifestCacheBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cdcsync_manifest_cache_bytes", Help: "Estimated memory of the manifest entries all tables keep between commits (delete manifests' entries, dv compaction plans).",
+	})
+	m.ManifestCacheLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cdcsync_manifest_cache_limit_bytes", Help: "What the tables may keep of manifest entries: an eighth of memory_limit, at most 256 MiB.",
+	})
 	m.CompactionLast = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "cdcsync_compaction_last_timestamp_seconds", Help: "Unix time of the table's last compaction commit.",
 	}, table)
@@ -277,7 +285,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.Rows, m.SnapshotRows, m.EpochsCommitted, m.EpochsCarried, m.TableCommits, m.CommitSeconds, m.CommitPhase,
 		m.EpochRows, m.LagSeconds, m.LagBytes, m.QueuedBytes, m.SpilledBytes, m.SourceConnected, m.SourceSilence, m.ReadLagSeconds, m.Transactions, m.SchemaChanges, m.TablesStopped, m.TableStopped, m.TableState, m.TableLastCommit, m.CommitsStalled, m.Restarts, m.BuildInfo, m.LeaseHeld, m.LeaseToken, m.LeaseTakeovers, m.TypePolicyValues, m.CascadedChanges,
 		m.TableDataFiles, m.TableDeleteFiles, m.TableDeleteRows, m.TableRecords, m.TableAvgFileBytes, m.TableSnapshots, m.TableStagedRows,
-		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexReplayReads, m.KeyIndexDiskBytes,
+		m.KeyIndexRebuilds, m.KeyIndexRebuildRows, m.KeyIndexReplayed, m.KeyIndexReplayReads, m.KeyIndexDiskBytes, m.ManifestCacheBytes, m.ManifestCacheLimit,
 		m.CompactionLast, m.CompactionLastSecs, m.CompactionBytes, m.MaintenanceRuns, m.MaintenanceSeconds,
 		m.SnapshotsExpired, m.OrphanFilesDeleted, m.DeleteFilesCompacted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -339,6 +339,9 @@ func engineDeletesMissing(t *testing.T, e *env) string {
 // ones, with CDCSYNC_TRINO=1), and every row is compared with MySQL.
 func TestEngines(t *testing.T) {
 	skipEngines(t)
+	// In parallel with TestOutagesAreWaitedOut, which has a server of its
+	// own and mostly waits: the engines' JVMs get the CPU it leaves.
+	t.Parallel()
 	m := loadEngineManifest(t)
 	seed := uint64(time.Now().UnixNano())
 	pg, err := testenv.StartPostgres()

@@ -18,8 +18,8 @@ import (
 )
 
 // faultEnv is a pipeline on MinIO with a PostgreSQL catalog whose
-// connections to MySQL, MinIO and PostgreSQL pass through Toxiproxy, with
-// its HTTP endpoint on.
+// connections to MySQL (server), MinIO and PostgreSQL pass through
+// Toxiproxy, with its HTTP endpoint on.
 type faultEnv struct {
 	*env
 	mysql, s3, pg *testenv.Proxy
@@ -29,14 +29,14 @@ type faultEnv struct {
 // endpoint is the address of a daemon's http.listen.
 type endpoint string
 
-func newFaultEnv(t *testing.T, dbName string) *faultEnv {
+func newFaultEnv(t *testing.T, server *testenv.MariaDB, dbName string) *faultEnv {
 	t.Helper()
 	tp, err := testenv.StartToxiproxy()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tp.Stop() })
-	my, err := tp.Proxy("mysql", db.Addr())
+	my, err := tp.Proxy("mysql", server.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func newFaultEnv(t *testing.T, dbName string) *faultEnv {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	e := newEnv(t, dbName, envOptions{onMinIO: true, tables: fmt.Sprintf(workloadTables, dbName),
+	e := newEnv(t, dbName, envOptions{onMinIO: true, server: server, tables: fmt.Sprintf(workloadTables, dbName),
 		sourcePort: portOf(my.Listen), s3Endpoint: "http://" + s3.Listen, httpListen: addr, reqTimeout: "3s",
 		pgDSN: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/faultcat?sslmode=disable", portOf(pgp.Listen))})
 	return &faultEnv{env: e, mysql: my, s3: s3, pg: pgp, endpoint: endpoint(addr)}
@@ -168,11 +168,21 @@ func anyContains(seen []string, s string) bool {
 // table equals MySQL at the end (issue 14: an S3 outage of more than about
 // 16 s made run exit 1, and its restart check failed with a message about
 // credentials).
+//
+// It has a MariaDB of its own, which it restarts, so it runs in parallel
+// with the other tests that do (most of its two minutes is waiting out
+// the outages).
 func TestOutagesAreWaitedOut(t *testing.T) {
+	t.Parallel()
+	server, err := testenv.StartMariaDB(testenv.MariaDBOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Stop() })
 	dbName := "it_outage"
-	f := newFaultEnv(t, dbName)
-	createWorkloadSchema(t, dbName)
-	w := newWorkload(t, dbName, uint64(time.Now().UnixNano()))
+	f := newFaultEnv(t, server, dbName)
+	createWorkloadSchemaOn(t, server, dbName)
+	w := newWorkloadOn(t, server, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 100)
 	p := f.startWith(plainBinary(t)) // timing-free, but catch-ups after each fault are slow under -race
 	f.waitCaughtUp(p, 3*time.Minute)
@@ -221,10 +231,10 @@ func TestOutagesAreWaitedOut(t *testing.T) {
 	}
 	// MariaDB itself restarts (the binlog rotates, every connection drops).
 	t.Log("MariaDB restarts")
-	if err := db.Restart(); err != nil {
+	if err := server.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	w = newWorkload(t, dbName, uint64(time.Now().UnixNano()))
+	w = newWorkloadOn(t, server, dbName, uint64(time.Now().UnixNano()))
 	w.run(t, 50)
 	f.waitCaughtUp(p, 3*time.Minute)
 	if p.exited() {

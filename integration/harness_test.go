@@ -184,8 +184,9 @@ http:
 	if err := os.WriteFile(e.cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CDCSYNC_TEST_PASSWORD", testenv.ReplPassword)
-	t.Setenv("CDCSYNC_TEST_S3_SECRET", testenv.MinIOSecretKey)
+	// The config's ${CDCSYNC_TEST_PASSWORD} and ${CDCSYNC_TEST_S3_SECRET}
+	// are set for the whole process by TestMain (t.Setenv here would keep
+	// tests that use an env from running in parallel).
 	cfg, err := config.Load(e.cfgPath)
 	if err != nil {
 		t.Fatalf("test config: %v\n%s", err, yaml)

@@ -47,7 +47,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binary = filepath.Join(dir, "cdcsync")
+	// Every test's configuration takes its secrets from these (see newEnv).
+	for k, v := range map[string]string{"CDCSYNC_TEST_PASSWORD": testenv.ReplPassword, "CDCSYNC_TEST_S3_SECRET": testenv.MinIOSecretKey} {
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+		binary = filepath.Join(dir, "cdcsync")
 	// The daemon is built with the race detector for the tests that
 	// exercise its goroutines (raceTests in harness_test.go).
 	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/cdcsync")

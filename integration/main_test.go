@@ -54,7 +54,7 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
-		binary = filepath.Join(dir, "cdcsync")
+	binary = filepath.Join(dir, "cdcsync")
 	// The daemon is built with the race detector for the tests that
 	// exercise its goroutines (raceTests in harness_test.go).
 	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/cdcsync")

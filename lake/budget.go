@@ -108,8 +108,8 @@ func (c *claim) resize(want int64) bool {
 func (c *claim) release() { c.resize(0) }
 
 // claimFor makes a table's caches claim from b, and gives their claims
-// back once the table's state is garbage: a Table has no Close, and the
-// sink replaces a table's Table (and its state) on a schema change.
+// back once the table's state is garbage: a Table has no Close, and a
+// schema change gives a Table a new state (Table.adopt).
 func (st *tableState) claimFor(b *entryBudget) {
 	if b == nil {
 		return
